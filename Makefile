@@ -1,0 +1,55 @@
+# Top-level entry points. `make run` and `make test` work on a fresh machine
+# (the test run expects PostgreSQL and Redis on 127.0.0.1, as in CI).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PYTHON3 ?= python3
+
+# The tests run against real PostgreSQL and Redis; override on the command line.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
+TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+PYTEST_ARGS       ?=
+
+.PHONY: all prober check-prober venv test run bench-prober bench-quick bench-portal fuzz lab clean
+
+all: prober
+
+prober:
+	$(MAKE) -C prober
+
+check-prober:
+	$(MAKE) -C prober check
+
+# The venv is rebuilt only when the requirements change.
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+test: venv prober check-prober
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		$(PY) -m pytest $(PYTEST_ARGS)
+
+run: venv prober
+	$(PY) scripts/run.py
+
+bench-prober: venv prober
+	$(PY) prober/bench/bench_prober.py
+
+bench-quick: venv prober
+	$(MAKE) -C prober lab
+	$(PY) prober/bench/bench_quick.py $(if $(FULL),--full,)
+
+bench-portal: venv
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		$(PY) scripts/bench_portal.py
+
+fuzz:
+	$(MAKE) -C prober fuzz
+
+lab:
+	$(MAKE) -C prober lab
+
+clean:
+	$(MAKE) -C prober clean

@@ -1,0 +1,80 @@
+/* slowstart.h: end-of-slow-start detection, a pure function of TCP_INFO samples.
+ *
+ * The detector is fed every sample of one stream (every --sample-ms) and decides
+ * for itself which samples are its "polls": the paper (Tirumala, Cottrell, Dunigan,
+ * PAM 2003, Figure 2) polls smoothed RTT every 20 ms until valid, then cwnd every
+ * 2 x RTT. It never reads a clock or a socket, so it is unit-tested on synthetic
+ * series (prober/tests/test_slowstart.c). */
+#ifndef QP_SLOWSTART_H
+#define QP_SLOWSTART_H
+
+#include <stdint.h>
+
+/* One TCP_INFO reading of one stream, in the units the names say. */
+typedef struct {
+    double t_s;                 /* seconds since the test started */
+    uint64_t cwnd_bytes;        /* tcpi_snd_cwnd * tcpi_snd_mss */
+    uint64_t ssthresh_bytes;    /* 0 when the kernel reports "never set" */
+    uint32_t rtt_us;            /* smoothed RTT; 0 = not valid yet */
+    uint32_t rttvar_us;
+    uint32_t mss_bytes;         /* tcpi_snd_mss */
+    uint64_t delivery_rate_bps; /* tcpi_delivery_rate * 8 */
+    uint64_t bytes_acked;
+    uint32_t total_retrans;
+} ss_sample;
+
+/* Which rule ended slow-start. Names match the JSON "rule" strings. */
+typedef enum {
+    SS_RULE_NONE = 0,
+    SS_RULE_PAPER_CWND_STABLE,  /* old >= 4 MSS and |new - old| < 3 MSS over 2 x RTT */
+    SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
+    SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh */
+    SS_RULE_BBR_PLATEAU         /* BBR startup: delivery rate grew < 25 % over 3 rounds */
+} ss_rule;
+
+/* Which rules the detector may use. */
+typedef enum {
+    SS_ALGO_PAPER = 0,  /* Figure 2 only, exactly as published */
+    SS_ALGO_AUTO        /* Figure 2 plus the kernel-state rules suited to the cc in use */
+} ss_algo;
+
+/* Congestion control family of the stream (from TCP_CONGESTION). */
+typedef enum { SS_CC_RENO = 0, SS_CC_CUBIC, SS_CC_BBR, SS_CC_OTHER } ss_cc;
+
+/* Detector state for one stream; all fields private to slowstart.c. */
+typedef struct {
+    ss_algo algo;
+    ss_cc cc;
+    int done;
+    ss_rule rule;
+    double end_t_s;
+    uint64_t end_cwnd_bytes;
+    /* paper rule: the last poll */
+    int have_poll;
+    double poll_t_s;
+    uint64_t poll_cwnd_bytes;
+    uint32_t poll_rtt_us;
+    /* bbr rule: rate at round starts */
+    double round_t_s;
+    uint64_t best_rate_bps;
+    int rounds_without_growth;
+} ss_detector;
+
+/* Initialise a detector for one stream. */
+void ss_init(ss_detector *d, ss_algo algo, ss_cc cc);
+
+/* Feed the next sample (t_s non-decreasing); returns the rule that fired on this
+ * sample, or SS_RULE_NONE. Once a rule has fired, later samples return SS_RULE_NONE
+ * and the detector's verdict stays as it was. */
+ss_rule ss_feed(ss_detector *d, const ss_sample *s);
+
+/* 1 if slow-start is over for this stream. */
+int ss_done(const ss_detector *d);
+
+/* The rule's JSON name ("paper_cwnd_stable", ...), "none" for SS_RULE_NONE. */
+const char *ss_rule_name(ss_rule r);
+
+/* Map a TCP_CONGESTION name ("bbr", "cubic", "reno", ...) to its family. */
+ss_cc ss_cc_from_name(const char *name);
+
+#endif
