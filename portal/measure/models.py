@@ -1,0 +1,191 @@
+import hashlib
+import json
+import secrets
+import zlib
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+PROTOCOL_CHOICES = [("iperf3", "iperf3"), ("iperf2", "iperf 2")]
+MODE_CHOICES = [("quick", "quick"), ("full", "full"), ("validate", "validate")]
+STATUS_CHOICES = [("queued", "queued"), ("running", "running"), ("done", "done"), ("failed", "failed")]
+FINISHED_STATUSES = ("done", "failed")
+
+vantage_name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,62}$",
+    "A vantage name is 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit "
+    "(it names the Celery queue vantage.<name>).",
+)
+
+
+def new_measurement_slug():
+    # 9 random bytes -> 12 URL-safe characters, 72 bits: permalinks cannot be enumerated.
+    return secrets.token_urlsafe(9)
+
+
+class Site(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=64, unique=True)
+    host = models.CharField(max_length=255, help_text="Name or address of the host running iperf3 -s / iperf -s.")
+    port = models.PositiveIntegerField(default=5201, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    protocol = models.CharField(max_length=8, choices=PROTOCOL_CHOICES, default="iperf3")
+    location = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Vantage(models.Model):
+    name = models.CharField(max_length=63, unique=True, validators=[vantage_name_validator])
+    description = models.CharField(max_length=200, blank=True)
+    kernel = models.CharField(max_length=100, blank=True)
+    congestion_controls = models.JSONField(default=list, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def queue_name(self):
+        return f"vantage.{self.name}"
+
+
+class Measurement(models.Model):
+    slug = models.SlugField(max_length=16, unique=True, default=new_measurement_slug, editable=False)
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="measurements")
+    vantage = models.ForeignKey(Vantage, on_delete=models.PROTECT, related_name="measurements")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="measurements"
+    )
+    mode = models.CharField(max_length=8, choices=MODE_CHOICES, default="quick")
+    duration_s = models.PositiveSmallIntegerField(default=10)
+    streams = models.PositiveSmallIntegerField(default=1)
+    window_bytes = models.PositiveIntegerField(null=True, blank=True)
+    congestion = models.CharField(max_length=16, blank=True)
+
+    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="queued")
+    failure_code = models.CharField(max_length=32, blank=True)
+    failure_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    # Copied from the prober's `result` event (prober/EVENTS.md) so pages and CSV can filter
+    # and sort without opening the JSON.
+    quick_mode_entered = models.BooleanField(null=True, blank=True)
+    quick_bps = models.FloatField(null=True, blank=True)
+    cumulative_bps = models.FloatField(null=True, blank=True)
+    full_bps = models.FloatField(null=True, blank=True)
+    bytes_sent = models.BigIntegerField(null=True, blank=True)
+    server_bytes = models.BigIntegerField(null=True, blank=True)
+    elapsed_s = models.FloatField(null=True, blank=True)
+    slow_start_end_s = models.FloatField(null=True, blank=True)
+    rule = models.CharField(max_length=32, blank=True)
+    retransmits = models.BigIntegerField(null=True, blank=True)
+    rtt_us = models.BigIntegerField(null=True, blank=True)
+    min_rtt_us = models.BigIntegerField(null=True, blank=True)
+    mss_bytes = models.IntegerField(null=True, blank=True)
+    window_requested_bytes = models.BigIntegerField(null=True, blank=True)
+    window_given_bytes = models.BigIntegerField(null=True, blank=True)
+    congestion_used = models.CharField(max_length=16, blank=True)
+    time_saved_pct = models.FloatField(null=True, blank=True)
+    traffic_saved_pct = models.FloatField(null=True, blank=True)
+    full_time_s = models.FloatField(null=True, blank=True)
+    full_bytes_estimate = models.BigIntegerField(null=True, blank=True)
+    validate_quick_bps = models.FloatField(null=True, blank=True)
+    validate_error_pct = models.FloatField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["site", "-created_at"], name="measurement_site_created"),
+            models.Index(fields=["status", "heartbeat_at"], name="measurement_status_heartbeat"),
+            models.Index(fields=["created_at"], name="measurement_created"),
+        ]
+        constraints = [
+            # One test at a time against a target, across all vantages: two streams of traffic
+            # to one server would each measure half the path.
+            models.UniqueConstraint(fields=["site"], condition=Q(status="running"), name="one_running_per_site"),
+        ]
+
+    def __str__(self):
+        return f"{self.slug} {self.site.slug} from {self.vantage.name} ({self.status})"
+
+    def get_absolute_url(self):
+        return f"/m/{self.slug}/"
+
+    @property
+    def headline_bps(self):
+        if self.quick_mode_entered:
+            return self.quick_bps
+        return self.cumulative_bps
+
+    @property
+    def is_finished(self):
+        return self.status in FINISHED_STATUSES
+
+
+class MeasurementTrace(models.Model):
+    """The per-sample trace, zlib-compressed JSON: a 60 s, 16-stream trace at 20 ms is ~3000
+    samples x 16 streams, a few hundred KB as JSON and a few tens after compression. JSON keeps
+    floats exact (repr round-trips) and allows the nulls ssthresh needs."""
+
+    measurement = models.OneToOneField(Measurement, on_delete=models.CASCADE, related_name="trace", primary_key=True)
+    data = models.BinaryField()
+    sample_count = models.PositiveIntegerField(default=0)
+    stream_count = models.PositiveSmallIntegerField(default=0)
+
+    @staticmethod
+    def pack(trace_dict):
+        return zlib.compress(json.dumps(trace_dict, separators=(",", ":"), allow_nan=False).encode(), 6)
+
+    @classmethod
+    def from_dict(cls, measurement, trace_dict):
+        return cls(
+            measurement=measurement,
+            data=cls.pack(trace_dict),
+            sample_count=len(trace_dict.get("t", [])),
+            stream_count=len(trace_dict.get("streams", [])),
+        )
+
+    def to_dict(self):
+        return json.loads(zlib.decompress(bytes(self.data)))
+
+
+class ApiToken(models.Model):
+    """A bearer token for the API. Only its SHA-256 is stored: a leaked database does not leak
+    working tokens (the token has 256 random bits, so a plain hash is enough, no KDF)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8, help_text="First characters of the token, to tell tokens apart.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.user} {self.prefix}..."
+
+    @staticmethod
+    def hash_key(key):
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user):
+        key = secrets.token_urlsafe(32)
+        cls.objects.create(user=user, key_hash=cls.hash_key(key), prefix=key[:8])
+        return key

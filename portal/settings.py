@@ -1,0 +1,228 @@
+"""One settings module for every deployment; everything that differs comes from the environment.
+
+Embedded default (nothing set): SQLite and a file-system Celery broker under var/, so
+`make run` works on a fresh machine. DATABASE_URL / REDIS_URL switch to PostgreSQL / Redis
+(docker-compose.yml, the tests).
+"""
+import os
+import socket
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
+
+
+# A typo in a deployment's environment must stop the process at start, not surface later as
+# a puzzling default.
+def env_str(name, default=None):
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value
+
+
+def env_bool(name, default=False):
+    value = env_str(name)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1/0, true/false, yes/no, on/off")
+
+
+def env_number(name, default, kind=int, minimum=None):
+    value = env_str(name)
+    if value is None:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a {kind.__name__}") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r}: must be at least {minimum}")
+    return number
+
+
+def env_list(name, default):
+    value = env_str(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_from_url(url):
+    parts = urlsplit(url)
+    if parts.scheme in {"postgres", "postgresql"}:
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ImproperlyConfigured(f"DATABASE_URL={url!r}: names no database (postgres://user@host:port/NAME)")
+        options = dict(parse_qsl(parts.query))
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "OPTIONS": options,
+            "CONN_MAX_AGE": env_number("DATABASE_CONN_MAX_AGE", 0, minimum=0),
+            # The e2e tests point a separate worker process at pytest-django's test database.
+            "TEST": {"NAME": env_str("DATABASE_TEST_NAME")},
+        }
+    if parts.scheme == "sqlite":
+        path = unquote(url[len("sqlite://"):]).lstrip("/") if url.startswith("sqlite:///") else ""
+        if not path:
+            raise ImproperlyConfigured(f"DATABASE_URL={url!r}: expected sqlite:///absolute/path.sqlite3")
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": "/" + path}
+    raise ImproperlyConfigured(
+        f"DATABASE_URL={url!r}: unsupported scheme {parts.scheme!r}; use postgres://user@host:port/name or sqlite:///path"
+    )
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+if SECRET_KEY is None:
+    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY is not set")
+    # A stable per-checkout key for the embedded default; production sets SECRET_KEY.
+    SECRET_KEY = "insecure-local-only-" + str(BASE_DIR)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "portal.measure",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.middleware.content_security_policy",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": database_from_url(DATABASE_URL)}
+else:
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "portal.sqlite3"}}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "portal")}}
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                          "LOCATION": str(VAR_DIR / "cache")}}
+    # kombu's filesystem transport: a broker that needs no server, shared by the web process
+    # and the worker through directories under var/.
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(VAR_DIR / "broker" / "queue"),
+        "data_folder_out": str(VAR_DIR / "broker" / "queue"),
+        "processed_folder": str(VAR_DIR / "broker" / "processed"),
+        "store_processed": False,
+    }
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Without collectstatic (make run, tests) WhiteNoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# --- the measurement pipeline -------------------------------------------------------------
+QUICKPROBE_BIN = env_str("QUICKPROBE_BIN", str(BASE_DIR / "prober" / "build" / "quickprobe"))
+# Names this host's Vantage row and its Celery queue `vantage.<name>`.
+VANTAGE_NAME = env_str("VANTAGE_NAME", "local")
+# The prober may run this long past the requested duration (connect and protocol timeouts,
+# the drain before TEST_END) before the runner kills it as overrun.
+PROBER_MARGIN_S = env_number("PROBER_MARGIN_S", 20.0, kind=float, minimum=1.0)
+HEARTBEAT_INTERVAL_S = env_number("HEARTBEAT_INTERVAL_S", 2.0, kind=float, minimum=0.1)
+# A running row whose heartbeat is older than this belongs to a lost worker.
+REAPER_HEARTBEAT_S = env_number("REAPER_HEARTBEAT_S", 30.0, kind=float, minimum=1.0)
+# A queued row older than this will never run (no worker for its vantage, or retries exhausted).
+REAPER_QUEUED_S = env_number("REAPER_QUEUED_S", 3600.0, kind=float, minimum=1.0)
+REAPER_INTERVAL_S = env_number("REAPER_INTERVAL_S", 15.0, kind=float, minimum=1.0)
+# Another vantage is testing this site: try again in a while.
+SITE_BUSY_RETRIES = env_number("SITE_BUSY_RETRIES", 60, minimum=0)
+# The iperf3 server is busy with a stranger's test.
+SERVER_BUSY_RETRIES = env_number("SERVER_BUSY_RETRIES", 5, minimum=0)
+RETRY_BASE_S = env_number("RETRY_BASE_S", 2.0, kind=float, minimum=0.0)
+RETRY_MAX_S = env_number("RETRY_MAX_S", 30.0, kind=float, minimum=0.0)
+PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
+
+CELERY_TASK_ACKS_LATE = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+HOSTNAME = socket.gethostname()
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

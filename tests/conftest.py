@@ -1,0 +1,67 @@
+import pytest
+
+from tests import factories
+
+
+@pytest.fixture
+def user(db):
+    return factories.make_user("alice")
+
+
+@pytest.fixture
+def other_user(db):
+    return factories.make_user("bob")
+
+
+@pytest.fixture
+def site(db):
+    return factories.make_site(name="Loopback iperf3", slug="loopback")
+
+
+@pytest.fixture
+def vantage(db):
+    return factories.make_vantage(name="local")
+
+
+@pytest.fixture
+def measurement(db, site, vantage, user):
+    return factories.make_measurement(site=site, vantage=vantage, requested_by=user)
+
+
+@pytest.fixture
+def done_measurement(db, site, vantage, user):
+    return factories.make_done_measurement(site=site, vantage=vantage, requested_by=user)
+
+
+@pytest.fixture
+def make_site(db):
+    return factories.make_site
+
+
+@pytest.fixture
+def make_vantage(db):
+    return factories.make_vantage
+
+
+@pytest.fixture
+def make_measurement(db):
+    return factories.make_measurement
+
+
+@pytest.fixture
+def make_done_measurement(db):
+    return factories.make_done_measurement
+
+
+@pytest.fixture
+def api_token(user):
+    from portal.measure.models import ApiToken
+
+    return ApiToken.issue(user)
+
+
+@pytest.fixture
+def api_client(client, api_token):
+    """A Django test client that sends a valid bearer token for `user`."""
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    return client
