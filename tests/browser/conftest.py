@@ -1,0 +1,52 @@
+"""Playwright harness: Debian's Chromium driving the portal served by pytest-django's live_server.
+
+Every page a test opens is watched for console errors, uncaught exceptions, failed requests
+and Content-Security-Policy violations; `watch.assert_clean()` fails with the full list.
+"""
+import os
+import shutil
+
+import pytest
+from pwhelpers import PageWatch
+
+# Playwright's sync API runs an event loop in this thread; Django then refuses ORM calls from
+# it as "async-unsafe" although they are ordinary blocking calls made between page actions.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium package (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def watched_page(chromium):
+    """A fresh context (no cookies) and a watched page; yields the PageWatch."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        yield PageWatch(page)
+    finally:
+        context.close()

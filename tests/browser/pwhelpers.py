@@ -1,0 +1,96 @@
+"""Helpers the browser tests import: the page watcher, screenshots and canvas pixel checks."""
+from pathlib import Path
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+# Reported by the page itself, so that violations of scripts that never ran are still seen.
+CSP_LISTENER = """
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__reportCsp(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} `
+                     + `at ${e.sourceFile || e.documentURI}:${e.lineNumber}`);
+});
+"""
+
+
+class PageWatch:
+    """Collects everything a page complained about, across navigations."""
+
+    def __init__(self, page):
+        self.page = page
+        self.console_errors = []
+        self.page_errors = []
+        self.failed_requests = []
+        self.bad_responses = []
+        self.csp_violations = []
+        page.on("console", self._on_console)
+        page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
+        page.on("requestfailed", self._on_request_failed)
+        page.on("response", self._on_response)
+        page.expose_function("__reportCsp", lambda text: self.csp_violations.append(text))
+        page.add_init_script(CSP_LISTENER)
+
+    def _on_console(self, msg):
+        if msg.type == "error":
+            self.console_errors.append(f"{msg.text} ({msg.location.get('url')})")
+
+    def _on_request_failed(self, request):
+        # A download ends its request as "aborted" in Chromium although the file arrived.
+        failure = request.failure or ""
+        if "net::ERR_ABORTED" in failure and request.resource_type == "document":
+            return
+        self.failed_requests.append(f"{request.method} {request.url}: {failure}")
+
+    def _on_response(self, response):
+        # 286 is htmx's "stop polling"; anything 4xx/5xx on a page we drive is a bug.
+        if response.status >= 400:
+            self.bad_responses.append(f"{response.status} {response.request.method} {response.url}")
+
+    def problems(self):
+        return {
+            name: items
+            for name, items in (
+                ("console errors", self.console_errors),
+                ("uncaught exceptions", self.page_errors),
+                ("failed requests", self.failed_requests),
+                ("HTTP errors", self.bad_responses),
+                ("CSP violations", self.csp_violations),
+            )
+            if items
+        }
+
+    def assert_clean(self):
+        problems = self.problems()
+        assert not problems, f"the page at {self.page.url} reported problems: {problems}"
+
+    def screenshot(self, name, full_page=True):
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+
+def canvas_ink(page, selector):
+    """How many pixels of the canvas are not fully transparent (0 for a blank canvas)."""
+    return page.eval_on_selector(
+        selector,
+        """(c) => {
+             const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+             let n = 0;
+             for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++;
+             return n;
+           }""",
+    )
+
+
+def canvas_colours(page, selector):
+    """The distinct opaque RGB colours drawn on the canvas (a chart with lines has several)."""
+    return page.eval_on_selector(
+        selector,
+        """(c) => {
+             const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+             const seen = new Set();
+             for (let i = 0; i < d.length; i += 4)
+               if (d[i + 3] === 255) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+             return seen.size;
+           }""",
+    )
