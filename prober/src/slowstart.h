@@ -49,15 +49,20 @@ typedef struct {
     ss_rule rule;
     double end_t_s;
     uint64_t end_cwnd_bytes;
-    /* paper rule: the last poll */
+    /* paper rule: the last poll (poll_cwnd_bytes is the paper's new_cwnd) */
     int have_poll;
     double poll_t_s;
     uint64_t poll_cwnd_bytes;
     uint32_t poll_rtt_us;
+    uint64_t poll_bytes_acked;
+    uint64_t poll_rate_bps;
     /* bbr rule: rate at round starts */
     double round_t_s;
     uint64_t best_rate_bps;
     int rounds_without_growth;
+    /* where the verdict came from, for tests and traces */
+    long samples_fed;
+    long end_sample_index;
 } ss_detector;
 
 /* Initialise a detector for one stream. */
@@ -70,6 +75,16 @@ ss_rule ss_feed(ss_detector *d, const ss_sample *s);
 
 /* 1 if slow-start is over for this stream. */
 int ss_done(const ss_detector *d);
+
+/* The rule that ended slow-start (SS_RULE_NONE while still in it). */
+ss_rule ss_end_rule(const ss_detector *d);
+
+/* t_s and cwnd of the sample on which the rule fired (0 while still in slow-start). */
+double ss_end_t_s(const ss_detector *d);
+uint64_t ss_end_cwnd_bytes(const ss_detector *d);
+
+/* 0-based index (count of samples fed before it) of the deciding sample, -1 if none. */
+long ss_end_sample_index(const ss_detector *d);
 
 /* The rule's JSON name ("paper_cwnd_stable", ...), "none" for SS_RULE_NONE. */
 const char *ss_rule_name(ss_rule r);

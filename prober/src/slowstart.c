@@ -1,0 +1,230 @@
+/* slowstart.c: end-of-slow-start detection (see slowstart.h).
+ *
+ * SS_ALGO_PAPER is Figure 2 of Tirumala, Cottrell, Dunigan (PAM 2003) as published.
+ * SS_ALGO_AUTO adds the kernel's own verdicts (ssthresh for Reno / CUBIC, BBR's
+ * full-bandwidth test) and guards the paper rule where it fires too early.
+ *
+ * Choices where the paper is silent:
+ * - Footnote 4 ("RTT does not change drastically between polls"): a jump is a change
+ *   by more than 2x either way between the two polls' smoothed RTTs, and it only voids
+ *   the comparison when the polls are less than 2 x the larger RTT apart, i.e. when the
+ *   jump really shrank the interval below the "2 x RTT" the rule reasons about. When the
+ *   sampling period, not the RTT, spaces the polls (loopback: 30 -> 80 us wobble under a
+ *   20 ms poll) the comparison still spans many RTTs and stays valid.
+ * - A poll is due when t - last_poll >= 2 x RTT of the previous poll (20 ms before the
+ *   RTT is valid), with 5 % slack: samples come from a periodic timer that fires a bit
+ *   late, and without slack a 20.3 ms / 19.7 ms pair would skip a whole sample period.
+ * - A zero cwnd is not a reading (no socket info yet): it never decides.
+ */
+#include "slowstart.h"
+
+#include <string.h>
+
+#define SS_PRE_RTT_POLL_S 0.020   /* the paper's poll period until RTT is valid */
+#define SS_POLL_SLACK 0.95        /* timer-jitter slack on "interval elapsed" */
+#define SS_RTT_JUMP_FACTOR 2.0    /* footnote 4: "drastically" = more than 2x */
+#define SS_BBR_GROWTH 1.25        /* BBR's full-bw threshold: 25 % growth */
+#define SS_BBR_ROUNDS 3           /* ... not reached in 3 consecutive rounds */
+
+/* Initialise a detector for one stream. */
+void ss_init(ss_detector *d, ss_algo algo, ss_cc cc)
+{
+    memset(d, 0, sizeof *d);
+    d->algo = algo;
+    d->cc = cc;
+    d->rule = SS_RULE_NONE;
+    d->end_sample_index = -1;
+}
+
+/* Record the verdict of the sample being fed. */
+static ss_rule ss_decide(ss_detector *d, const ss_sample *s, ss_rule r)
+{
+    d->done = 1;
+    d->rule = r;
+    d->end_t_s = s->t_s;
+    d->end_cwnd_bytes = s->cwnd_bytes;
+    d->end_sample_index = d->samples_fed;
+    return r;
+}
+
+/* 1 if this sample is one of the paper's polls (2 x previous RTT, or 20 ms, elapsed). */
+static int ss_poll_due(const ss_detector *d, const ss_sample *s)
+{
+    double interval = d->poll_rtt_us > 0 ? 2.0 * d->poll_rtt_us / 1e6 : SS_PRE_RTT_POLL_S;
+    double last = d->have_poll ? d->poll_t_s : 0.0;
+    return s->t_s - last >= interval * SS_POLL_SLACK;
+}
+
+/* Footnote 4: 1 if the RTT changed so much between the polls that the comparison is void. */
+static int ss_rtt_jumped(const ss_detector *d, const ss_sample *s)
+{
+    double lo, hi;
+    if (d->poll_rtt_us == 0)   /* first valid RTT: nothing to compare against */
+        return 0;
+    lo = d->poll_rtt_us < s->rtt_us ? d->poll_rtt_us : s->rtt_us;
+    hi = d->poll_rtt_us < s->rtt_us ? s->rtt_us : d->poll_rtt_us;
+    if (hi <= SS_RTT_JUMP_FACTOR * lo)
+        return 0;
+    return s->t_s - d->poll_t_s < (2.0 * hi / 1e6) * SS_POLL_SLACK;
+}
+
+/* Figure 2's test on old_cwnd / new_cwnd: the rule that fires, or SS_RULE_NONE. */
+static ss_rule ss_paper_test(uint64_t old_cwnd, uint64_t new_cwnd, uint32_t mss)
+{
+    uint64_t diff = new_cwnd > old_cwnd ? new_cwnd - old_cwnd : old_cwnd - new_cwnd;
+    if (new_cwnd == 0 || mss == 0)
+        return SS_RULE_NONE;
+    if (old_cwnd >= 4ull * mss && diff < 3ull * mss)
+        return SS_RULE_PAPER_CWND_STABLE;
+    if (old_cwnd < 4ull * mss && diff == 0)
+        return SS_RULE_PAPER_SMALL_CWND;
+    return SS_RULE_NONE;
+}
+
+/* AUTO guards on a paper verdict; 1 if the flat cwnd may be believed. */
+static int ss_paper_guards_pass(const ss_detector *d, const ss_sample *s)
+{
+    /* A cwnd only grows while it is used: an idle or application-limited stream
+     * (loopback before the sender gets going) keeps a flat cwnd in slow-start. Over
+     * 2 x RTT a window-limited stream gets about two windows acked; ask for half of one. */
+    if (s->bytes_acked < d->poll_bytes_acked + d->poll_cwnd_bytes / 2)
+        return 0;
+    /* BBR's cwnd is cwnd_gain x its bandwidth estimate x min RTT: it goes flat whenever
+     * the estimate pauses for a round in mid-startup, so a flat BBR cwnd says little.
+     * BBR's own plateau test (which also sees an rwnd-limited flat rate) decides while
+     * the delivery rate is known; the paper rule stands in when it is not. */
+    if (d->cc == SS_CC_BBR && (s->delivery_rate_bps > 0 || d->poll_rate_bps > 0))
+        return 0;
+    return 1;
+}
+
+/* One poll of Figure 2; updates the poll state and returns the rule that fired. */
+static ss_rule ss_paper_poll(ss_detector *d, const ss_sample *s)
+{
+    ss_rule r = SS_RULE_NONE;
+    if (s->rtt_us > 0 && !ss_rtt_jumped(d, s)) {
+        r = ss_paper_test(d->poll_cwnd_bytes, s->cwnd_bytes, s->mss_bytes);
+        if (r != SS_RULE_NONE && d->algo == SS_ALGO_AUTO && !ss_paper_guards_pass(d, s))
+            r = SS_RULE_NONE;
+    }
+    d->have_poll = 1;
+    d->poll_t_s = s->t_s;
+    d->poll_cwnd_bytes = s->cwnd_bytes;
+    d->poll_rtt_us = s->rtt_us;
+    d->poll_bytes_acked = s->bytes_acked;
+    d->poll_rate_bps = s->delivery_rate_bps;
+    return r;
+}
+
+/* The kernel left slow-start itself: ssthresh set (loss, HyStart) and cwnd has reached it. */
+static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
+{
+    /* BBR never sets ssthresh; a value there comes from the tcp_metrics cache of an
+     * earlier Reno / CUBIC connection to the same host and means nothing to BBR. */
+    if (d->cc == SS_CC_BBR)
+        return SS_RULE_NONE;
+    if (s->ssthresh_bytes != 0 && s->cwnd_bytes != 0 && s->cwnd_bytes >= s->ssthresh_bytes)
+        return SS_RULE_SSTHRESH_SET;
+    return SS_RULE_NONE;
+}
+
+/* BBR's full-bandwidth test, one round per RTT of sample time. */
+static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
+{
+    /* Without an RTT there are no rounds, and a zero rate is "not measured yet" (the
+     * kernel skips such rounds too), so neither may count as a round without growth. */
+    if (d->cc != SS_CC_BBR || s->rtt_us == 0 || s->delivery_rate_bps == 0)
+        return SS_RULE_NONE;
+    if (d->best_rate_bps != 0 && s->t_s - d->round_t_s < SS_POLL_SLACK * s->rtt_us / 1e6)
+        return SS_RULE_NONE;
+    d->round_t_s = s->t_s;
+    if ((double)s->delivery_rate_bps >= SS_BBR_GROWTH * (double)d->best_rate_bps) {
+        d->best_rate_bps = s->delivery_rate_bps;
+        d->rounds_without_growth = 0;
+        return SS_RULE_NONE;
+    }
+    if (++d->rounds_without_growth >= SS_BBR_ROUNDS)
+        return SS_RULE_BBR_PLATEAU;
+    return SS_RULE_NONE;
+}
+
+/* Feed the next sample; returns the rule that fired on it, or SS_RULE_NONE. */
+ss_rule ss_feed(ss_detector *d, const ss_sample *s)
+{
+    ss_rule r = SS_RULE_NONE;
+    if (d->done)
+        return SS_RULE_NONE;
+    if (d->algo == SS_ALGO_AUTO) {
+        r = ss_ssthresh_test(d, s);
+        if (r == SS_RULE_NONE)
+            r = ss_bbr_test(d, s);
+    }
+    /* The poll state advances on every due sample even when another rule fired, so a
+     * verdict does not depend on which rule was asked first. */
+    if (ss_poll_due(d, s)) {
+        ss_rule p = ss_paper_poll(d, s);
+        if (r == SS_RULE_NONE)
+            r = p;
+    }
+    if (r != SS_RULE_NONE)
+        ss_decide(d, s, r);
+    d->samples_fed++;
+    return r;
+}
+
+/* 1 if slow-start is over for this stream. */
+int ss_done(const ss_detector *d)
+{
+    return d->done;
+}
+
+/* The rule that ended slow-start (SS_RULE_NONE while still in it). */
+ss_rule ss_end_rule(const ss_detector *d)
+{
+    return d->rule;
+}
+
+/* Time of the deciding sample. */
+double ss_end_t_s(const ss_detector *d)
+{
+    return d->end_t_s;
+}
+
+/* cwnd of the deciding sample. */
+uint64_t ss_end_cwnd_bytes(const ss_detector *d)
+{
+    return d->end_cwnd_bytes;
+}
+
+/* Index of the deciding sample, -1 if none. */
+long ss_end_sample_index(const ss_detector *d)
+{
+    return d->end_sample_index;
+}
+
+/* The rule's JSON name. */
+const char *ss_rule_name(ss_rule r)
+{
+    switch (r) {
+    case SS_RULE_PAPER_CWND_STABLE: return "paper_cwnd_stable";
+    case SS_RULE_PAPER_SMALL_CWND: return "paper_small_cwnd";
+    case SS_RULE_SSTHRESH_SET: return "ssthresh_set";
+    case SS_RULE_BBR_PLATEAU: return "bbr_plateau";
+    case SS_RULE_NONE: break;
+    }
+    return "none";
+}
+
+/* Map a TCP_CONGESTION name to its family. */
+ss_cc ss_cc_from_name(const char *name)
+{
+    if (name == NULL)
+        return SS_CC_OTHER;
+    if (strcmp(name, "reno") == 0)
+        return SS_CC_RENO;
+    if (strcmp(name, "cubic") == 0)
+        return SS_CC_CUBIC;
+    if (strncmp(name, "bbr", 3) == 0)   /* bbr, bbr2, bbr3 share the startup test */
+        return SS_CC_BBR;
+    return SS_CC_OTHER;
+}

@@ -1,0 +1,340 @@
+/* test_slowstart.c: the end-of-slow-start detector on synthetic TCP_INFO series.
+ *
+ * Each test builds a series the way the kernel would report it for one kind of path
+ * and asserts the exact rule and the exact sample (index and time) on which it fires.
+ * Units: MSS 1000 bytes unless a test says otherwise, so cwnd figures read as segments. */
+#include "../src/slowstart.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXS 512
+#define MSS 1000u
+
+static int g_pass, g_fail;
+
+/* Count one check; print the failing expression and where. */
+#define CHECK(cond) check_one((cond), #cond, __FILE__, __LINE__)
+#define CHECK_EQ_L(a, b) check_eq_long((long)(a), (long)(b), #a, __LINE__)
+#define CHECK_NEAR(a, b) check_one(fabs((a) - (b)) < 1e-9, #a " == " #b, __FILE__, __LINE__)
+
+/* Record one assertion result. */
+static void check_one(int ok, const char *what, const char *file, int line)
+{
+    if (ok) {
+        g_pass++;
+        return;
+    }
+    g_fail++;
+    fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
+}
+
+/* Record an equality of two integers, printing both on failure. */
+static void check_eq_long(long a, long b, const char *what, int line)
+{
+    if (a == b) {
+        g_pass++;
+        return;
+    }
+    g_fail++;
+    fprintf(stderr, "FAIL line %d: %s: got %ld, want %ld\n", line, what, a, b);
+}
+
+/* A series of samples for one stream. */
+typedef struct {
+    ss_sample s[MAXS];
+    int n;
+} series;
+
+/* Append a sample; cwnd and ssthresh in MSS units, rate in Mbit/s; bytes_acked grows by one
+ * window per sample, as for a window-limited stream. */
+static void push(series *z, double t, double cwnd_mss, double ssthresh_mss, uint32_t rtt_us,
+                 double rate_mbps)
+{
+    ss_sample *s = &z->s[z->n];
+    uint64_t prev_acked = z->n ? z->s[z->n - 1].bytes_acked : 0;
+    memset(s, 0, sizeof *s);
+    s->t_s = t;
+    s->cwnd_bytes = (uint64_t)(cwnd_mss * MSS);
+    s->ssthresh_bytes = (uint64_t)(ssthresh_mss * MSS);
+    s->rtt_us = rtt_us;
+    s->rttvar_us = rtt_us / 4;
+    s->mss_bytes = MSS;
+    s->delivery_rate_bps = (uint64_t)(rate_mbps * 1e6);
+    s->bytes_acked = prev_acked + s->cwnd_bytes;
+    z->n++;
+}
+
+/* Feed a whole series; return the index of the sample that fired (-1 if none) and check
+ * that ss_feed's return value agrees with the detector's stored verdict. */
+static long run(const series *z, ss_algo algo, ss_cc cc, ss_rule *rule, double *t)
+{
+    ss_detector d;
+    long fired_at = -1;
+    ss_init(&d, algo, cc);
+    for (int i = 0; i < z->n; i++) {
+        ss_rule r = ss_feed(&d, &z->s[i]);
+        if (r != SS_RULE_NONE) {
+            CHECK(fired_at == -1);  /* fires at most once */
+            fired_at = i;
+            CHECK(r == ss_end_rule(&d));
+        }
+    }
+    CHECK_EQ_L(ss_end_sample_index(&d), fired_at);
+    CHECK_EQ_L(ss_done(&d), fired_at >= 0);
+    *rule = ss_end_rule(&d);
+    *t = ss_end_t_s(&d);
+    return fired_at;
+}
+
+/* Assert that a series fires `want` at sample `idx` (time `t_want`) under algo / cc. */
+static void expect_fire(const series *z, ss_algo algo, ss_cc cc, ss_rule want, long idx,
+                        double t_want, int line)
+{
+    ss_rule r;
+    double t;
+    long at = run(z, algo, cc, &r, &t);
+    check_eq_long(at, idx, "fired at sample", line);
+    check_one(r == want, ss_rule_name(want), __FILE__, line);
+    if (r != want)
+        fprintf(stderr, "     got rule %s\n", ss_rule_name(r));
+    check_one(fabs(t - t_want) < 1e-9, "fired at time", __FILE__, line);
+}
+
+/* Assert that a series never fires under algo / cc. */
+static void expect_never(const series *z, ss_algo algo, ss_cc cc, int line)
+{
+    ss_rule r;
+    double t;
+    long at = run(z, algo, cc, &r, &t);
+    check_eq_long(at, -1, "fired at sample (want never)", line);
+    check_one(r == SS_RULE_NONE, "rule none", __FILE__, line);
+}
+
+/* Reno: x4 per 20 ms poll (RTT 10 ms), loss at 640 -> 320 with ssthresh 320, then +1/RTT. */
+static void test_reno_loss_then_linear(void)
+{
+    series z = {.n = 0};
+    const double ss[] = {10, 40, 160, 640};
+    for (int i = 0; i < 4; i++)
+        push(&z, 0.02 * (i + 1), ss[i], 0, 10000, 0);
+    for (int i = 4; i < 20; i++)
+        push(&z, 0.02 * (i + 1), 320 + 2 * (i - 4), 320, 10000, 0);
+    /* Paper: the poll at i4 compares 640 with 320 (diff 320 MSS); i5 compares 320 / 322. */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 5, 0.12, __LINE__);
+    /* Auto: the kernel's ssthresh is set and reached on the first poll after the loss. */
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
+}
+
+/* Receiver-window-limited: cwnd stops at 100 MSS, ssthresh never set (kernel still says
+ * slow-start). Samples every 10 ms = 1 RTT, so polls (2 x RTT) fall on odd indices. */
+static void test_rwnd_limited_flat_cwnd(void)
+{
+    series z = {.n = 0};
+    const double c[] = {10, 20, 40, 80, 100};
+    for (int i = 0; i < 30; i++)
+        push(&z, 0.01 * (i + 1), i < 5 ? c[i] : 100, 0, 10000, 0);
+    /* polls: i1 0->20, i3 20->80, i5 80->100 (diff 20), i7 100->100 */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 7, 0.08, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 7, 0.08, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 7, 0.08, __LINE__);
+}
+
+/* Localhost-like: 64 KiB MSS, RTT 20 us, cwnd 2 -> 3 -> 3 MSS; every 20 ms sample polls. */
+static void test_tiny_localhost_cwnd(void)
+{
+    series z = {.n = 0};
+    const double c[] = {2, 3, 3, 3, 3};
+    for (int i = 0; i < 5; i++) {
+        push(&z, 0.02 * (i + 1), c[i], 0, 20, 0);
+        z.s[i].mss_bytes = 65483;
+        z.s[i].cwnd_bytes = (uint64_t)c[i] * 65483;
+        z.s[i].bytes_acked = (uint64_t)(i + 1) * 500000000ull;
+    }
+    /* i0: 0->2 no; i1: 2->3 (old < 4, changed) no; i2: 3->3 */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_SMALL_CWND, 2, 0.06, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_PAPER_SMALL_CWND, 2, 0.06, __LINE__);
+}
+
+/* Lossy path (RTO after RTO): cwnd alternates 1 and 4 MSS under ssthresh 8: at old = 1 the
+ * cwnd changed, at old = 4 it changed by exactly 3 MSS (not < 3). Never out of slow-start. */
+static void test_lossy_never_stable(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 200; i++)
+        push(&z, 0.02 * (i + 1), i % 2 ? 4 : 1, 8, 10000, 0);
+    expect_never(&z, SS_ALGO_PAPER, SS_CC_RENO, __LINE__);
+    expect_never(&z, SS_ALGO_AUTO, SS_CC_RENO, __LINE__);
+    /* Big sawtooth 40 / 80 MSS: diff 40 MSS at every poll. */
+    z.n = 0;
+    for (int i = 0; i < 200; i++)
+        push(&z, 0.02 * (i + 1), i % 2 ? 80 : 40, 0, 10000, 0);
+    expect_never(&z, SS_ALGO_PAPER, SS_CC_RENO, __LINE__);
+    expect_never(&z, SS_ALGO_AUTO, SS_CC_CUBIC, __LINE__);
+}
+
+/* CUBIC HyStart: exit at 200 MSS without loss (ssthresh := cwnd), then slow cubic growth. */
+static void test_cubic_hystart_exit(void)
+{
+    series z = {.n = 0};
+    const double c[] = {10, 40, 160, 200, 201, 203, 206, 212, 222, 240};
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), c[i], i >= 3 ? 200 : 0, 10000, 0);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, 3, 0.08, __LINE__);
+    /* The paper needs one more poll: 160 -> 200 changed by 40 MSS, 200 -> 201 by 1. */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 4, 0.10, __LINE__);
+}
+
+/* A cached ssthresh (tcp_metrics) below which cwnd still grows is not an exit yet. */
+static void test_cached_ssthresh_not_reached(void)
+{
+    series z = {.n = 0};
+    const double c[] = {10, 40, 160, 640, 1280};
+    for (int i = 0; i < 5; i++)
+        push(&z, 0.02 * (i + 1), c[i], 1000, 10000, 0);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
+}
+
+/* BBR: startup with a one-round pause of its bandwidth estimate (cwnd flat 40 -> 41 across
+ * a poll), more doubling, a plateau from i8, then drain and probe_bw (cwnd flat).
+ * Samples every 10 ms = one round; ssthresh holds a stale tcp_metrics value. */
+static void build_bbr(series *z, int rate_known)
+{
+    const double rate[] = {1, 2, 4, 4.4, 4.6, 8, 16, 32, 33, 34, 33, 20, 32, 32, 32, 32};
+    const double cwnd[] = {10, 20, 40, 40, 40, 41, 80, 160, 170, 170, 170, 90, 110, 110,
+                           110, 110};
+    z->n = 0;
+    for (int i = 0; i < 16; i++)
+        push(z, 0.01 * (i + 1), cwnd[i], 50, 10000, rate_known ? rate[i] : 0);
+}
+
+/* BBR fires bbr_plateau on the third round without 25 % growth, not at the startup pause. */
+static void test_bbr_startup_plateau(void)
+{
+    series z;
+    build_bbr(&z, 1);
+    /* i3, i4 grow < 25 % (count 1, 2), i5 resets; i8, i9, i10 are the plateau's 3 rounds. */
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 10, 0.11, __LINE__);
+    /* The paper's rule alone is fooled by the pause: poll i5 sees 40 -> 41. */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_BBR, SS_RULE_PAPER_CWND_STABLE, 5, 0.06, __LINE__);
+    /* Without a delivery rate, AUTO falls back on the paper rule for BBR. */
+    build_bbr(&z, 0);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_PAPER_CWND_STABLE, 5, 0.06, __LINE__);
+}
+
+/* Flat 100 MSS from the start, samples every 5 ms, RTT 10 ms -> polls every 20 ms.
+ * The RTT triples at the second poll (i7): that comparison is void, the next one counts. */
+static void test_rtt_jump_suppresses_decision(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 40; i++)
+        push(&z, 0.005 * (i + 1), 100, 0, i < 7 ? 10000 : 30000, 0);
+    /* poll i3 (t 0.02): 0 -> 100; poll i7 (t 0.04): jump 10 -> 30 ms over 20 ms < 2 x 30;
+     * next poll due 0.04 + 0.06 x 0.95 = 0.097 -> i19 (t 0.10). */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 19, 0.10, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 19, 0.10, __LINE__);
+    /* Control: without the jump it fires at the second poll. */
+    z.n = 0;
+    for (int i = 0; i < 40; i++)
+        push(&z, 0.005 * (i + 1), 100, 0, 10000, 0);
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 7, 0.04, __LINE__);
+    /* A loopback wobble (30 -> 80 us) under 20 ms polls is not a jump. */
+    z.n = 0;
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), 100, 0, i % 2 ? 80 : 30, 0);
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 1, 0.04, __LINE__);
+}
+
+/* No decision while the RTT is not valid, though cwnd is flat; the first valid poll decides. */
+static void test_rtt_not_yet_valid(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), 2, 0, i < 5 ? 0 : 50, 0);
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_SMALL_CWND, 5, 0.12, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_PAPER_SMALL_CWND, 5, 0.12, __LINE__);
+    z.n = 0;
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), 10, 0, i < 5 ? 0 : 50, 0);
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 5, 0.12, __LINE__);
+    /* Before the RTT is valid polls are 20 ms apart: 5 ms samples poll on every 4th. */
+    z.n = 0;
+    for (int i = 0; i < 40; i++)
+        push(&z, 0.005 * (i + 1), 10, 0, i < 10 ? 0 : 50, 0);
+    /* polls i3, i7, i11 (first with valid RTT: 10 -> 10) */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 11, 0.06, __LINE__);
+}
+
+/* AUTO ignores a flat cwnd on an idle (application-limited) stream; the paper does not. */
+static void test_idle_stream_flat_cwnd(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 20; i++) {
+        push(&z, 0.02 * (i + 1), 10, 0, 10000, 0);
+        z.s[i].bytes_acked = 14480;   /* nothing acked after the first flight */
+    }
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 1, 0.04, __LINE__);
+    expect_never(&z, SS_ALGO_AUTO, SS_CC_CUBIC, __LINE__);
+}
+
+/* A zero cwnd (no socket info) never counts as "unchanged". */
+static void test_zero_cwnd_no_decision(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), 0, 0, 10000, 0);
+    expect_never(&z, SS_ALGO_PAPER, SS_CC_RENO, __LINE__);
+}
+
+/* After a verdict, later samples return NONE and do not move the verdict. */
+static void test_verdict_is_final(void)
+{
+    series z = {.n = 0};
+    ss_detector d;
+    for (int i = 0; i < 10; i++)
+        push(&z, 0.02 * (i + 1), 10, 0, 10000, 0);
+    ss_init(&d, SS_ALGO_PAPER, SS_CC_RENO);
+    CHECK(ss_feed(&d, &z.s[0]) == SS_RULE_NONE);
+    CHECK(ss_feed(&d, &z.s[1]) == SS_RULE_PAPER_CWND_STABLE);
+    for (int i = 2; i < 10; i++)
+        CHECK(ss_feed(&d, &z.s[i]) == SS_RULE_NONE);
+    CHECK(ss_end_rule(&d) == SS_RULE_PAPER_CWND_STABLE);
+    CHECK_NEAR(ss_end_t_s(&d), 0.04);
+    CHECK_EQ_L(ss_end_cwnd_bytes(&d), 10 * MSS);
+    CHECK_EQ_L(ss_end_sample_index(&d), 1);
+}
+
+/* Names match the JSON contract; cc names map to families. */
+static void test_names(void)
+{
+    CHECK(strcmp(ss_rule_name(SS_RULE_NONE), "none") == 0);
+    CHECK(strcmp(ss_rule_name(SS_RULE_PAPER_CWND_STABLE), "paper_cwnd_stable") == 0);
+    CHECK(strcmp(ss_rule_name(SS_RULE_PAPER_SMALL_CWND), "paper_small_cwnd") == 0);
+    CHECK(strcmp(ss_rule_name(SS_RULE_SSTHRESH_SET), "ssthresh_set") == 0);
+    CHECK(strcmp(ss_rule_name(SS_RULE_BBR_PLATEAU), "bbr_plateau") == 0);
+    CHECK(ss_cc_from_name("reno") == SS_CC_RENO);
+    CHECK(ss_cc_from_name("cubic") == SS_CC_CUBIC);
+    CHECK(ss_cc_from_name("bbr") == SS_CC_BBR);
+    CHECK(ss_cc_from_name("vegas") == SS_CC_OTHER);
+    CHECK(ss_cc_from_name(NULL) == SS_CC_OTHER);
+}
+
+int main(void)
+{
+    test_reno_loss_then_linear();
+    test_rwnd_limited_flat_cwnd();
+    test_tiny_localhost_cwnd();
+    test_lossy_never_stable();
+    test_cubic_hystart_exit();
+    test_cached_ssthresh_not_reached();
+    test_bbr_startup_plateau();
+    test_rtt_jump_suppresses_decision();
+    test_rtt_not_yet_valid();
+    test_idle_stream_flat_cwnd();
+    test_zero_cwnd_no_decision();
+    test_verdict_is_final();
+    test_names();
+    printf("test_slowstart: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
