@@ -1,0 +1,508 @@
+/* delayline.c: a userspace WAN path between two network namespaces.
+ *
+ * netem is not in this kernel, so the path lab emulates one: a TUN device in
+ * the near namespace and one in the far namespace, and this process between
+ * them. Each direction is a drop-tail bottleneck (rate, queue in bytes), then a
+ * fixed one-way propagation delay, with optional seeded random loss at the
+ * entry. Packets leave at serialization finish + delay; since that time is
+ * non-decreasing per direction, a FIFO byte ring is the time-ordered queue.
+ *
+ * Counters are printed as one JSON line on stdout on SIGUSR1 and on exit.
+ * Usage: see usage() below; labctl.py (same directory) is the normal caller. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_MAX 65536u      /* largest IP packet a TUN can hand us */
+#define HDR_SIZE 16u
+#define WRAP_MARK 0xffffffffu
+#define RING_MIN (8u << 20)
+#define RING_MAX ((size_t)1 << 30)
+
+typedef struct {
+    uint64_t release_ns;
+    uint32_t len;
+    uint32_t pad;
+} ring_hdr;
+
+typedef struct {
+    uint8_t *buf;
+    size_t cap, head, tail, used;
+    uint64_t packets;        /* entries queued, for the conservation check */
+} ring;
+
+typedef struct {
+    double rate_bps;         /* 0 = no bottleneck */
+    uint64_t delay_ns;
+    uint64_t queue_bytes;
+    double loss;
+} dir_conf;
+
+typedef struct {
+    uint64_t rx_packets, rx_bytes, fwd_packets, fwd_bytes;
+    uint64_t drop_queue_packets, drop_queue_bytes;
+    uint64_t drop_loss_packets, drop_loss_bytes;
+    uint64_t drop_overflow_packets, write_errors;
+    uint64_t max_backlog_bytes, min_drop_backlog_bytes;
+    uint64_t late_max_ns, late_sum_ns;
+} dir_stats;
+
+typedef struct {
+    const char *name;
+    int in_fd, out_fd;
+    dir_conf conf;
+    uint64_t link_free_ns;   /* when the bottleneck finishes its last packet */
+    ring q;
+    dir_stats st;
+} direction;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t start_ns;
+
+/* Monotonic time in nanoseconds. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Uniform double in [0, 1) from xorshift64*: seeded so loss runs repeat. */
+static double rng_uniform(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+/* Round up to the ring's 16-byte entry alignment. */
+static size_t align16(size_t n)
+{
+    return (n + 15u) & ~(size_t)15u;
+}
+
+/* Contiguous room for `need` bytes at the tail, wrapping if needed; NULL if full. */
+static uint8_t *ring_reserve(ring *r, size_t need)
+{
+    if (r->used == 0)
+        r->head = r->tail = 0;
+    else if (r->tail == r->head)
+        return NULL;
+    if (r->tail >= r->head) {
+        if (r->cap - r->tail >= need)
+            return r->buf + r->tail;
+        if (r->head < need)
+            return NULL;
+        ((ring_hdr *)(r->buf + r->tail))->len = WRAP_MARK;
+        r->used += r->cap - r->tail;
+        r->tail = 0;
+        return r->buf;
+    }
+    return (r->head - r->tail >= need) ? r->buf + r->tail : NULL;
+}
+
+/* Make the entry written at the tail part of the queue. */
+static void ring_commit(ring *r, uint64_t release_ns, uint32_t len)
+{
+    ring_hdr *h = (ring_hdr *)(r->buf + r->tail);
+    size_t span = align16(HDR_SIZE + len);
+    h->release_ns = release_ns;
+    h->len = len;
+    r->tail += span;
+    r->used += span;
+    r->packets++;
+    if (r->tail == r->cap)
+        r->tail = 0;
+}
+
+/* The oldest entry, skipping wrap marks; NULL when empty. */
+static ring_hdr *ring_peek(ring *r)
+{
+    while (r->used > 0) {
+        ring_hdr *h = (ring_hdr *)(r->buf + r->head);
+        if (h->len != WRAP_MARK)
+            return h;
+        r->used -= r->cap - r->head;
+        r->head = 0;
+    }
+    return NULL;
+}
+
+/* Drop the oldest entry (the one ring_peek returned). */
+static void ring_pop(ring *r, const ring_hdr *h)
+{
+    size_t span = align16(HDR_SIZE + h->len);
+    r->head += span;
+    r->used -= span;
+    r->packets--;
+    if (r->head == r->cap)
+        r->head = 0;
+}
+
+/* Bytes waiting for the bottleneck at time t (the drop-tail queue's fill). */
+static uint64_t backlog_bytes(const direction *d, uint64_t t)
+{
+    if (d->conf.rate_bps <= 0 || d->link_free_ns <= t)
+        return 0;
+    return (uint64_t)((double)(d->link_free_ns - t) * d->conf.rate_bps / 8e9);
+}
+
+/* Decide the fate of one packet just read into the ring's tail. */
+static void admit(direction *d, uint32_t len, uint64_t t)
+{
+    d->st.rx_packets++;
+    d->st.rx_bytes += len;
+    if (d->conf.loss > 0 && rng_uniform() < d->conf.loss) {
+        d->st.drop_loss_packets++;
+        d->st.drop_loss_bytes += len;
+        return;
+    }
+    uint64_t backlog = backlog_bytes(d, t);
+    if (d->conf.rate_bps > 0 && backlog + len > d->conf.queue_bytes) {
+        d->st.drop_queue_packets++;
+        d->st.drop_queue_bytes += len;
+        if (d->st.min_drop_backlog_bytes == 0 || backlog + len < d->st.min_drop_backlog_bytes)
+            d->st.min_drop_backlog_bytes = backlog + len;
+        return;
+    }
+    uint64_t finish = t;
+    if (d->conf.rate_bps > 0) {
+        uint64_t begin = d->link_free_ns > t ? d->link_free_ns : t;
+        finish = begin + (uint64_t)((double)len * 8e9 / d->conf.rate_bps);
+        d->link_free_ns = finish;
+        if (backlog + len > d->st.max_backlog_bytes)
+            d->st.max_backlog_bytes = backlog + len;
+    }
+    ring_commit(&d->q, finish + d->conf.delay_ns, len);
+}
+
+/* Read every packet the TUN has ready into this direction's queue. */
+static int drain_input(direction *d)
+{
+    static uint8_t scratch[READ_MAX];
+    for (;;) {
+        uint8_t *slot = ring_reserve(&d->q, align16(HDR_SIZE + READ_MAX));
+        uint8_t *dst = slot ? slot + HDR_SIZE : scratch;
+        ssize_t n = read(d->in_fd, dst, READ_MAX);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return 0;
+            perror("delayline: read");
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        if (!slot) {
+            d->st.rx_packets++;
+            d->st.rx_bytes += (uint64_t)n;
+            d->st.drop_overflow_packets++;
+            continue;
+        }
+        admit(d, (uint32_t)n, now_ns());
+    }
+}
+
+/* Write out every packet whose release time has come; return the next one's, or 0. */
+static uint64_t release_due(direction *d, uint64_t t)
+{
+    ring_hdr *h;
+    while ((h = ring_peek(&d->q)) != NULL) {
+        if (h->release_ns > t)
+            return h->release_ns;
+        uint64_t late = t - h->release_ns;
+        if (late > d->st.late_max_ns)
+            d->st.late_max_ns = late;
+        d->st.late_sum_ns += late;
+        if (write(d->out_fd, (uint8_t *)h + HDR_SIZE, h->len) == (ssize_t)h->len) {
+            d->st.fwd_packets++;
+            d->st.fwd_bytes += h->len;
+        } else {
+            d->st.write_errors++;
+        }
+        ring_pop(&d->q, h);
+    }
+    return 0;
+}
+
+/* Print one direction's configuration and counters as a JSON object. */
+static void print_dir(FILE *f, const direction *d)
+{
+    const dir_stats *s = &d->st;
+    fprintf(f, "\"%s\":{\"rate_bps\":%.0f,\"delay_us\":%llu,\"queue_bytes\":%llu,"
+            "\"loss\":%g,\"rx_packets\":%llu,\"rx_bytes\":%llu,\"fwd_packets\":%llu,"
+            "\"fwd_bytes\":%llu,\"drop_queue_packets\":%llu,\"drop_queue_bytes\":%llu,"
+            "\"drop_loss_packets\":%llu,\"drop_loss_bytes\":%llu,"
+            "\"drop_overflow_packets\":%llu,\"write_errors\":%llu,"
+            "\"max_backlog_bytes\":%llu,\"min_drop_backlog_bytes\":%llu,"
+            "\"late_max_us\":%.1f,\"late_mean_us\":%.1f,\"queued_packets\":%llu}",
+            d->name, d->conf.rate_bps, (unsigned long long)(d->conf.delay_ns / 1000),
+            (unsigned long long)d->conf.queue_bytes, d->conf.loss,
+            (unsigned long long)s->rx_packets, (unsigned long long)s->rx_bytes,
+            (unsigned long long)s->fwd_packets, (unsigned long long)s->fwd_bytes,
+            (unsigned long long)s->drop_queue_packets, (unsigned long long)s->drop_queue_bytes,
+            (unsigned long long)s->drop_loss_packets, (unsigned long long)s->drop_loss_bytes,
+            (unsigned long long)s->drop_overflow_packets, (unsigned long long)s->write_errors,
+            (unsigned long long)s->max_backlog_bytes,
+            (unsigned long long)s->min_drop_backlog_bytes, s->late_max_ns / 1e3,
+            s->fwd_packets ? (double)s->late_sum_ns / (double)s->fwd_packets / 1e3 : 0.0,
+            (unsigned long long)d->q.packets);
+}
+
+/* Print the stats line: both directions' counters, flushed at once. */
+static void print_stats(const char *event, const direction *fwd, const direction *rev)
+{
+    printf("{\"event\":\"%s\",\"t\":%.3f,", event, (double)(now_ns() - start_ns) / 1e9);
+    print_dir(stdout, fwd);
+    putchar(',');
+    print_dir(stdout, rev);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* Create a TUN device named `name` inside the namespace at `ns_path`. */
+static int open_tun_in(const char *ns_path, const char *name, int home_ns)
+{
+    int ns = open(ns_path, O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWNET) < 0) {
+        fprintf(stderr, "delayline: cannot enter namespace %s: %s\n", ns_path, strerror(errno));
+        return -1;
+    }
+    close(ns);
+    int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+    if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0) {
+        fprintf(stderr, "delayline: cannot create TUN %s in %s: %s\n", name, ns_path,
+                strerror(errno));
+        return -1;
+    }
+    if (setns(home_ns, CLONE_NEWNET) < 0) {
+        perror("delayline: setns back");
+        return -1;
+    }
+    return fd;
+}
+
+/* Print the command line help. */
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: delayline --near-ns PATH --far-ns PATH [--near-dev NAME] [--far-dev NAME]\n"
+            "                 [--rate BPS] [--delay-us US] [--queue BYTES] [--loss P]\n"
+            "                 [--fwd-rate|--rev-rate BPS] [--fwd-delay-us|--rev-delay-us US]\n"
+            "                 [--fwd-queue|--rev-queue BYTES] [--fwd-loss|--rev-loss P]\n"
+            "                 [--seed N]\n"
+            "  fwd = near -> far, rev = far -> near; the unprefixed options set both.\n"
+            "  rate in bit/s (0 = unlimited), delay one-way in microseconds,\n"
+            "  queue in bytes (drop-tail), loss a probability in [0, 1).\n"
+            "  SIGUSR1 prints counters as JSON on stdout; so does exit (SIGTERM/SIGINT).\n");
+}
+
+/* Parse a non-negative number with its allowed range; exits with a message if bad. */
+static double num_arg(const char *opt, const char *val, double lo, double hi)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = val ? strtod(val, &end) : 0;
+    if (!val || errno || end == val || *end || v < lo || v > hi) {
+        fprintf(stderr, "delayline: %s needs a number in [%g, %g], got '%s'\n", opt, lo, hi,
+                val ? val : "(nothing)");
+        exit(2);
+    }
+    return v;
+}
+
+/* Apply one per-direction setting (key is "rate", "delay-us", "queue" or "loss"). */
+static int set_dir(dir_conf *c, const char *opt, const char *key, const char *val)
+{
+    if (!strcmp(key, "rate"))
+        c->rate_bps = num_arg(opt, val, 0, 1e12);
+    else if (!strcmp(key, "delay-us"))
+        c->delay_ns = (uint64_t)num_arg(opt, val, 0, 10e6) * 1000ull;
+    else if (!strcmp(key, "queue"))
+        c->queue_bytes = (uint64_t)num_arg(opt, val, 1500, 1e9);
+    else if (!strcmp(key, "loss"))
+        c->loss = num_arg(opt, val, 0, 0.999);
+    else
+        return -1;
+    return 0;
+}
+
+typedef struct {
+    const char *near_ns, *far_ns, *near_dev, *far_dev;
+    dir_conf fwd, rev;
+} options;
+
+/* Parse the command line into opts; exits 2 with a message on bad input. */
+static void parse_args(int argc, char **argv, options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        i++;
+        if (!strcmp(a, "--near-ns") && v) o->near_ns = v;
+        else if (!strcmp(a, "--far-ns") && v) o->far_ns = v;
+        else if (!strcmp(a, "--near-dev") && v) o->near_dev = v;
+        else if (!strcmp(a, "--far-dev") && v) o->far_dev = v;
+        else if (!strcmp(a, "--seed")) rng_state = (uint64_t)num_arg(a, v, 1, 1e18);
+        else if (!strncmp(a, "--fwd-", 6) && !set_dir(&o->fwd, a, a + 6, v)) continue;
+        else if (!strncmp(a, "--rev-", 6) && !set_dir(&o->rev, a, a + 6, v)) continue;
+        else if (!strncmp(a, "--", 2) && !set_dir(&o->fwd, a, a + 2, v))
+            set_dir(&o->rev, a, a + 2, v);
+        else {
+            fprintf(stderr, "delayline: unknown option or missing value: %s\n", a);
+            usage(stderr);
+            exit(2);
+        }
+    }
+    if (!o->near_ns || !o->far_ns) {
+        fprintf(stderr, "delayline: --near-ns and --far-ns are required\n");
+        usage(stderr);
+        exit(2);
+    }
+}
+
+/* Size and allocate a direction's ring: queue plus the bytes in flight on the wire. */
+static int setup_dir(direction *d, const char *name, int in_fd, int out_fd, dir_conf c)
+{
+    double wire = c.rate_bps > 0 ? c.rate_bps / 8.0 * (double)c.delay_ns / 1e9 : 64e6;
+    double cap = 2.0 * ((double)c.queue_bytes + wire) + RING_MIN;
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->in_fd = in_fd;
+    d->out_fd = out_fd;
+    d->conf = c;
+    d->q.cap = cap > (double)RING_MAX ? RING_MAX : align16((size_t)cap);
+    d->q.buf = malloc(d->q.cap);
+    if (!d->q.buf) {
+        fprintf(stderr, "delayline: cannot allocate %zu bytes for the %s queue\n", d->q.cap, name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Block the signals we handle and return a signalfd for them. */
+static int setup_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Arm the release timer for the earliest due packet of both directions. */
+static void arm_timer(int tfd, uint64_t a, uint64_t b)
+{
+    uint64_t next = (a && b) ? (a < b ? a : b) : (a ? a : b);
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (next) {
+        its.it_value.tv_sec = (time_t)(next / 1000000000ull);
+        its.it_value.tv_nsec = (long)(next % 1000000000ull);
+    }
+    timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Returns 1 to go on, 0 to exit; prints stats on SIGUSR1. */
+static int handle_signals(int sfd, const direction *fwd, const direction *rev)
+{
+    struct signalfd_siginfo si;
+    int go_on = 1;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGUSR1)
+            print_stats("stats", fwd, rev);
+        else
+            go_on = 0;
+    }
+    return go_on;
+}
+
+/* The event loop: read both TUNs, release due packets, until a stop signal. */
+static int run(direction *fwd, direction *rev, int sfd)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    int fds[4] = {fwd->in_fd, rev->in_fd, tfd, sfd};
+    for (int i = 0; i < 4; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+            perror("delayline: epoll_ctl");
+            return 1;
+        }
+    }
+    for (;;) {
+        struct epoll_event evs[4];
+        int n = epoll_wait(ep, evs, 4, -1);
+        for (int i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+            if (fd == sfd && !handle_signals(sfd, fwd, rev))
+                return 0;
+            if ((fd == fwd->in_fd && drain_input(fwd) < 0) ||
+                (fd == rev->in_fd && drain_input(rev) < 0))
+                return 1;
+            if (fd == tfd) {
+                uint64_t ticks;
+                if (read(tfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+                    return 1;
+            }
+        }
+        uint64_t t = now_ns();
+        arm_timer(tfd, release_due(fwd, t), release_due(rev, t));
+    }
+}
+
+/* Create both TUNs in their namespaces, then forward until told to stop. */
+int main(int argc, char **argv)
+{
+    options o = {.near_dev = "qpl0", .far_dev = "qpl1"};
+    o.fwd.queue_bytes = o.rev.queue_bytes = 1u << 20;
+    parse_args(argc, argv, &o);
+    /* The lab's parent (labctl) may die by SIGKILL: die with it, and say why. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    int sfd = setup_signals();
+    int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (sfd < 0 || home < 0) {
+        perror("delayline: setup");
+        return 1;
+    }
+    int near_fd = open_tun_in(o.near_ns, o.near_dev, home);
+    int far_fd = near_fd < 0 ? -1 : open_tun_in(o.far_ns, o.far_dev, home);
+    if (far_fd < 0)
+        return 1;
+    direction fwd, rev;
+    if (setup_dir(&fwd, "fwd", near_fd, far_fd, o.fwd) < 0 ||
+        setup_dir(&rev, "rev", far_fd, near_fd, o.rev) < 0)
+        return 1;
+    start_ns = now_ns();
+    print_stats("ready", &fwd, &rev);
+    int rc = run(&fwd, &rev, sfd);
+    print_stats("exit", &fwd, &rev);
+    return rc;
+}
