@@ -1,0 +1,158 @@
+"""The one validator of measurement parameters, shared by the request page and the API."""
+import re
+
+from django import forms
+
+from .models import MODE_CHOICES, Site, Vantage
+
+DURATION_RANGE = (1, 60)
+STREAMS_RANGE = (1, 16)
+WINDOW_MIN = 4 * 1024
+WINDOW_MAX = 16 * 1024 * 1024
+DEFAULTS = {"mode": "quick", "duration_s": 10, "streams": 1}
+
+_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([KkMm]?)\s*$")
+
+
+def parse_window(text):
+    """'64K' -> 65536. K and M are 1024-based, as iperf reads -w. Raises ValueError with the
+    reason; blank means the kernel's default (None)."""
+    if text is None or not str(text).strip():
+        return None
+    match = _WINDOW_RE.match(str(text))
+    if not match:
+        raise ValueError(
+            f"window {str(text)!r} is not a size: write a whole number of bytes, optionally followed by "
+            f"K or M (1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"
+        )
+    number, suffix = int(match.group(1)), match.group(2).upper()
+    value = number * {"": 1, "K": 1024, "M": 1024 * 1024}[suffix]
+    if not WINDOW_MIN <= value <= WINDOW_MAX:
+        raise ValueError(f"window {str(text).strip()} = {value} bytes is out of range: allowed 4K (4096) to 16M (16777216)")
+    return value
+
+
+def format_window(value):
+    if value is None:
+        return ""
+    if value % (1024 * 1024) == 0:
+        return f"{value // (1024 * 1024)}M"
+    if value % 1024 == 0:
+        return f"{value // 1024}K"
+    return str(value)
+
+
+class MeasurementForm(forms.Form):
+    site = forms.CharField(required=True, help_text="The site's slug.")
+    vantage = forms.CharField(required=False, help_text="The vantage's name; optional when only one is enabled.")
+    mode = forms.CharField(required=False, help_text="quick (default), full or validate.")
+    duration_s = forms.CharField(required=False, help_text="1-60 s (default 10): a full run's length and quick mode's limit.")
+    streams = forms.CharField(required=False, help_text="Parallel TCP streams, 1-16 (default 1).")
+    window = forms.CharField(required=False, help_text="Socket buffer, e.g. 256K or 4M (4K-16M); blank: kernel default.")
+    congestion = forms.CharField(required=False, help_text="Congestion control; blank: the vantage's default.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["site"].error_messages["required"] = "site is required: give the slug of a registered site (GET /api/v1/sites)."
+        # Text fields validated by hand (so each message names what is allowed), rendered as
+        # selects for the page.
+        sites = Site.objects.filter(enabled=True).order_by("name")
+        self.fields["site"].widget = forms.Select(choices=[("", "choose a site")] + [
+            (s.slug, f"{s.name} ({s.location})" if s.location else s.name) for s in sites])
+        vantages = list(Vantage.objects.filter(enabled=True).order_by("name"))
+        self.fields["vantage"].widget = forms.Select(choices=[(v.name, v.name) for v in vantages])
+        self.fields["mode"].widget = forms.Select(choices=MODE_CHOICES)
+        self.fields["duration_s"].widget = forms.NumberInput(attrs={"min": DURATION_RANGE[0], "max": DURATION_RANGE[1]})
+        self.fields["streams"].widget = forms.NumberInput(attrs={"min": STREAMS_RANGE[0], "max": STREAMS_RANGE[1]})
+        self.fields["window"].widget = forms.TextInput(attrs={"placeholder": "kernel default", "pattern": r"\d+[KkMm]?"})
+        controls = sorted({c for v in vantages for c in (v.congestion_controls or [])})
+        self.fields["congestion"].widget = forms.Select(choices=[("", "vantage default")] + [(c, c) for c in controls])
+        for name, value in DEFAULTS.items():
+            self.fields[name].initial = value
+
+    def clean_site(self):
+        slug = self.cleaned_data["site"].strip()
+        site = Site.objects.filter(slug=slug).first()
+        if site is None:
+            raise forms.ValidationError(
+                f"unknown site {slug!r}: only registered sites can be tested; choose one of the sites listed at /api/v1/sites."
+            )
+        if not site.enabled:
+            raise forms.ValidationError(f"site {slug!r} is disabled: an administrator has taken it out of service; choose another site.")
+        return site
+
+    def clean_vantage(self):
+        name = self.cleaned_data["vantage"].strip()
+        enabled = Vantage.objects.filter(enabled=True)
+        if not name:
+            vantages = list(enabled[:2])
+            if len(vantages) == 1:
+                return vantages[0]
+            if not vantages:
+                raise forms.ValidationError("no vantage is enabled: no prober host can run a test right now.")
+            names = ", ".join(enabled.values_list("name", flat=True))
+            raise forms.ValidationError(f"vantage is required when several are enabled: choose one of {names}.")
+        vantage = Vantage.objects.filter(name=name).first()
+        if vantage is None or not vantage.enabled:
+            names = ", ".join(enabled.values_list("name", flat=True)) or "(none)"
+            state = "unknown" if vantage is None else "disabled"
+            raise forms.ValidationError(f"vantage {name!r} is {state}: choose one of {names}.")
+        return vantage
+
+    def clean_mode(self):
+        mode = self.cleaned_data["mode"].strip() or DEFAULTS["mode"]
+        allowed = [value for value, _ in MODE_CHOICES]
+        if mode not in allowed:
+            raise forms.ValidationError(f"mode {mode!r} is not allowed: choose quick, full or validate.")
+        return mode
+
+    def _clean_int(self, field, bounds, unit):
+        raw = self.cleaned_data[field]
+        raw = raw.strip() if isinstance(raw, str) else raw
+        if raw in ("", None):
+            return DEFAULTS[field]
+        low, high = bounds
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise forms.ValidationError(f"{field} {raw!r} is not a whole number: allowed {low} to {high} {unit}.") from None
+        if not low <= value <= high:
+            raise forms.ValidationError(f"{field} {value} is out of range: allowed {low} to {high} {unit}.")
+        return value
+
+    def clean_duration_s(self):
+        return self._clean_int("duration_s", DURATION_RANGE, "seconds")
+
+    def clean_streams(self):
+        return self._clean_int("streams", STREAMS_RANGE, "streams")
+
+    def clean_window(self):
+        try:
+            return parse_window(self.cleaned_data["window"])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        cleaned = super().clean()
+        congestion = (cleaned.get("congestion") or "").strip()
+        cleaned["congestion"] = congestion
+        vantage = cleaned.get("vantage")
+        if congestion and vantage is not None:
+            allowed = list(vantage.congestion_controls or [])
+            if congestion not in allowed:
+                choices = ", ".join(allowed) or "(none reported)"
+                self.add_error(
+                    "congestion",
+                    f"congestion {congestion!r} is not available on vantage {vantage.name}: "
+                    f"choose one of {choices}, or leave it blank for the vantage's default.",
+                )
+        return cleaned
+
+    def measurement_fields(self):
+        """Model field values from a valid form."""
+        data = self.cleaned_data
+        return {
+            "site": data["site"], "vantage": data["vantage"], "mode": data["mode"],
+            "duration_s": data["duration_s"], "streams": data["streams"],
+            "window_bytes": data["window"], "congestion": data["congestion"],
+        }

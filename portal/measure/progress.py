@@ -1,0 +1,53 @@
+"""Live progress of a running measurement, kept in the Django cache by the worker (Redis when
+REDIS_URL is set, so the web process sees what the worker writes)."""
+from django.conf import settings
+from django.core.cache import cache
+
+PHASES = ("queued", "connecting", "slow_start", "measuring", "full", "finishing", "storing", "done", "failed")
+SAMPLE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
+TTL_S = 3600
+
+
+def _key(measurement_id):
+    return f"measure:progress:{measurement_id}"
+
+
+def write(measurement_id, phase, elapsed_s=0.0, samples=()):
+    cache.set(_key(measurement_id), {"phase": phase, "elapsed_s": float(elapsed_s), "samples": list(samples)}, TTL_S)
+
+
+def clear(measurement_id):
+    cache.delete(_key(measurement_id))
+
+
+def read(measurement_id):
+    """{"phase", "elapsed_s", "samples"}; when the worker has written nothing (yet, or any
+    more), the phase follows the stored status so a poller always learns the end."""
+    state = cache.get(_key(measurement_id))
+    if state is not None:
+        return state
+    from .models import Measurement
+
+    status = Measurement.objects.filter(pk=measurement_id).values_list("status", flat=True).first()
+    phase = {"running": "connecting", "done": "done", "failed": "failed"}.get(status, "queued")
+    return {"phase": phase, "elapsed_s": 0.0, "samples": []}
+
+
+class Decimator:
+    """Keeps at most `limit` evenly spaced samples of an unbounded stream: when full, every
+    other kept sample is dropped and the stride doubles, so memory and cache writes stay small
+    whatever the duration."""
+
+    def __init__(self, limit=None):
+        self.limit = limit or settings.PROGRESS_MAX_SAMPLES
+        self.stride = 1
+        self.seen = 0
+        self.samples = []
+
+    def add(self, sample):
+        if self.seen % self.stride == 0:
+            self.samples.append({key: sample.get(key) for key in SAMPLE_KEYS})
+            if len(self.samples) > self.limit:
+                self.samples = self.samples[::2]
+                self.stride *= 2
+        self.seen += 1

@@ -1,0 +1,36 @@
+"""Fails measurements that can no longer finish, so none stays `running` or `queued` forever."""
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from . import progress
+from .models import Measurement
+
+log = logging.getLogger(__name__)
+
+
+def reap(now=None, heartbeat_s=None, queued_s=None):
+    now = now or timezone.now()
+    heartbeat_s = settings.REAPER_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+    queued_s = settings.REAPER_QUEUED_S if queued_s is None else queued_s
+    stale = now - timedelta(seconds=heartbeat_s)
+    silent = Q(status="running") & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+    lost = list(Measurement.objects.filter(silent).values_list("pk", flat=True))
+    # The condition is repeated in the UPDATE so a heartbeat that lands in between wins.
+    lost_count = Measurement.objects.filter(silent, pk__in=lost).update(
+        status="failed", finished_at=now, failure_code="worker_lost",
+        failure_reason=f"worker lost: no heartbeat from the worker for more than {heartbeat_s:g} s; the test was abandoned.")
+    old = now - timedelta(seconds=queued_s)
+    stuck = list(Measurement.objects.filter(status="queued", created_at__lt=old).values_list("pk", flat=True))
+    stuck_count = Measurement.objects.filter(pk__in=stuck, status="queued", created_at__lt=old).update(
+        status="failed", finished_at=now, failure_code="queued_too_long",
+        failure_reason=f"not started within {queued_s:g} s: no worker took it from its vantage's queue "
+                       f"(the vantage may be offline, or the site stayed busy).")
+    for pk in lost + stuck:
+        progress.clear(pk)
+    if lost_count or stuck_count:
+        log.warning("reaper failed %d lost running and %d stale queued measurements", lost_count, stuck_count)
+    return {"worker_lost": lost_count, "queued_too_long": stuck_count}

@@ -1,0 +1,60 @@
+"""Builds the stored trace from the prober's `sample` events and renders it as CSV rows."""
+
+AGGREGATE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
+STREAM_KEYS = ("cwnd_bytes", "ssthresh_bytes", "rtt_us", "bytes_acked", "total_retrans")
+
+
+class TraceBuilder:
+    def __init__(self):
+        self.columns = {key: [] for key in AGGREGATE_KEYS}
+        self.streams = {}  # stream id -> {key: [...]}, lists aligned with self.columns["t"]
+        self.slow_start_end_s = None
+
+    def __len__(self):
+        return len(self.columns["t"])
+
+    def add_sample(self, event):
+        n = len(self)
+        for key in AGGREGATE_KEYS:
+            self.columns[key].append(event.get(key))
+        seen = set()
+        for stream in event.get("streams") or ():
+            sid = stream.get("id")
+            if sid in seen:
+                continue
+            seen.add(sid)
+            columns = self.streams.get(sid)
+            if columns is None:
+                # A stream that appears late gets nulls for the samples before it.
+                columns = self.streams[sid] = {key: [None] * n for key in STREAM_KEYS}
+            for key in STREAM_KEYS:
+                columns[key].append(stream.get(key))
+        for sid, columns in self.streams.items():
+            if sid not in seen:
+                for key in STREAM_KEYS:
+                    columns[key].append(None)
+
+    def to_dict(self):
+        return {
+            **{key: list(values) for key, values in self.columns.items()},
+            "streams": [{"id": sid, **{key: list(v) for key, v in cols.items()}}
+                        for sid, cols in sorted(self.streams.items(), key=lambda item: (item[0] is None, item[0] or 0))],
+            "slow_start_end_s": self.slow_start_end_s,
+        }
+
+
+def _cell(value):
+    return "" if value is None else value
+
+
+def trace_csv_rows(trace):
+    """CSV rows (header first) for a MeasurementTrace or its to_dict(): one row per sample,
+    the aggregate columns then five columns per stream named s<id>_<field>."""
+    data = trace if isinstance(trace, dict) else trace.to_dict()
+    streams = data.get("streams") or []
+    yield list(AGGREGATE_KEYS) + [f"s{s['id']}_{key}" for s in streams for key in STREAM_KEYS]
+    for i, t in enumerate(data.get("t") or []):
+        row = [t] + [_cell(data[key][i]) for key in AGGREGATE_KEYS[1:]]
+        for stream in streams:
+            row.extend(_cell(stream[key][i]) for key in STREAM_KEYS)
+        yield row
