@@ -1,0 +1,43 @@
+"""CSV rows for lists of measurements (the site history export; reusable by the API).
+
+Columns are the stored result figures in the units of prober/EVENTS.md (bit/s, bytes, µs,
+seconds), so a notebook can read them without a unit table. Timestamps are ISO 8601 UTC.
+"""
+
+MEASUREMENT_CSV_COLUMNS = [
+    "slug", "site", "vantage", "mode", "status", "created_at", "started_at", "finished_at",
+    "duration_s", "streams", "window_bytes", "congestion",
+    "headline_bps", "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps",
+    "slow_start_end_s", "rule", "elapsed_s", "bytes_sent", "server_bytes", "retransmits",
+    "rtt_us", "min_rtt_us", "mss_bytes", "window_requested_bytes", "window_given_bytes",
+    "congestion_used", "time_saved_pct", "traffic_saved_pct", "validate_quick_bps",
+    "validate_error_pct", "failure_code", "failure_reason",
+]
+
+# Fields read straight off the row; the others are derived below.
+_PLAIN = [c for c in MEASUREMENT_CSV_COLUMNS if c not in {"site", "vantage", "headline_bps"}]
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def measurement_csv_rows(queryset, chunk_size=2000):
+    """Header first, then one row per measurement. Reads only the columns it prints (never
+    the result JSON or traces) and iterates in chunks, so 100,000 rows stream in flat memory."""
+    yield MEASUREMENT_CSV_COLUMNS
+    rows = queryset.values_list(*_PLAIN, "site__slug", "vantage__name").iterator(chunk_size=chunk_size)
+    n = len(_PLAIN)
+    for values in rows:
+        record = dict(zip(_PLAIN, values[:n]))
+        record["site"], record["vantage"] = values[n], values[n + 1]
+        record["headline_bps"] = (
+            record["quick_bps"] if record["quick_mode_entered"] else record["cumulative_bps"]
+        )
+        yield [_cell(record[c]) for c in MEASUREMENT_CSV_COLUMNS]

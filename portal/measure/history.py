@@ -1,0 +1,179 @@
+"""Read-side queries for the sites overview and the site history page.
+
+Everything here aggregates in the database and returns a bounded amount of data, whatever the
+number of stored measurements: a site tested every few minutes for a year has 100,000 rows,
+and its page must cost about what a page with ten rows costs. Traces are never read here.
+"""
+import datetime
+
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Aggregate, Avg, Case, Count, F, FloatField, Max, Min, OuterRef, Q, Subquery, When
+from django.db.models.functions import ExtractHour
+from django.utils import timezone
+
+from .models import Measurement, Site
+
+# Points drawn on the throughput / RTT charts: the newest N finished measurements.
+CHART_POINTS = 500
+# The diurnal profile and the counts change slowly; recomputing them over 100,000 rows on
+# every page view would make the page cost a multiple of the table it shows.
+SUMMARY_TTL_S = 60
+TREND_RECENT_DAYS = 7
+TREND_PRIOR_DAYS = 21
+
+
+def headline_expr(prefix=""):
+    """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
+    else what a plain iperf run reports."""
+    return Case(
+        When(**{f"{prefix}quick_mode_entered": True}, then=F(f"{prefix}quick_bps")),
+        default=F(f"{prefix}cumulative_bps"),
+        output_field=FloatField(),
+    )
+
+
+class Median(Aggregate):
+    """percentile_cont(0.5) on PostgreSQL; other databases (SQLite in the embedded default)
+    have no ordered-set aggregates, so they get the mean and the page says so."""
+
+    function = "AVG"
+    output_field = FloatField()
+
+    def as_postgresql(self, compiler, conn, **extra):
+        return self.as_sql(compiler, conn, template="percentile_cont(0.5) WITHIN GROUP (ORDER BY %(expressions)s)",
+                           **extra)
+
+
+def profile_statistic():
+    return "median" if connection.vendor == "postgresql" else "mean"
+
+
+def _latest(site_ref, modes, value):
+    qs = (Measurement.objects.filter(site=site_ref, status="done", mode__in=modes)
+          .order_by("-created_at"))
+    return {
+        "bps": Subquery(qs.annotate(v=value).values("v")[:1], output_field=FloatField()),
+        "at": Subquery(qs.values("finished_at")[:1]),
+        "slug": Subquery(qs.values("slug")[:1]),
+    }
+
+
+def _mean_between(start, end):
+    qs = Measurement.objects.filter(site=OuterRef("pk"), status="done", created_at__gte=start)
+    if end is not None:
+        qs = qs.filter(created_at__lt=end)
+    return Subquery(qs.values("site").annotate(a=Avg(headline_expr())).values("a")[:1], output_field=FloatField())
+
+
+def sites_overview(now=None):
+    """Every enabled site with its latest quick and full results and a 7-day trend, in one
+    query: each figure is a correlated subquery that walks the (site, -created_at) index."""
+    now = now or timezone.now()
+    recent_start = now - datetime.timedelta(days=TREND_RECENT_DAYS)
+    prior_start = recent_start - datetime.timedelta(days=TREND_PRIOR_DAYS)
+    quick = _latest(OuterRef("pk"), ["quick"], headline_expr())
+    full = _latest(OuterRef("pk"), ["full", "validate"], F("full_bps"))
+    sites = list(
+        Site.objects.filter(enabled=True).annotate(
+            last_quick_bps=quick["bps"], last_quick_at=quick["at"], last_quick_slug=quick["slug"],
+            last_full_bps=full["bps"], last_full_at=full["at"], last_full_slug=full["slug"],
+            recent_mean=_mean_between(recent_start, None),
+            prior_mean=_mean_between(prior_start, recent_start),
+        ).order_by("name")
+    )
+    for site in sites:
+        site.trend = trend_pct(site.recent_mean, site.prior_mean)
+    return sites
+
+
+def trend_pct(recent, prior):
+    if recent is None or not prior:
+        return None
+    return 100.0 * (recent - prior) / prior
+
+
+def site_summary(site):
+    key = f"measure:site-summary:{site.pk}"
+    summary = cache.get(key)
+    if summary is None:
+        summary = _compute_summary(site)
+        cache.set(key, summary, SUMMARY_TTL_S)
+    return summary
+
+
+def _compute_summary(site):
+    mine = Measurement.objects.filter(site=site)
+    counts = mine.aggregate(
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status="done")),
+        failed=Count("pk", filter=Q(status="failed")),
+        first=Min("created_at"),
+        last=Max("created_at"),
+    )
+    by_hour = (
+        mine.filter(status="done")
+        .annotate(hour=ExtractHour("created_at"))
+        .values("hour")
+        .annotate(value=Median(headline_expr()), n=Count("pk"))
+        .order_by("hour")
+    )
+    profile = [None] * 24
+    counts_by_hour = [0] * 24
+    for row in by_hour:
+        profile[row["hour"]] = row["value"]
+        counts_by_hour[row["hour"]] = row["n"]
+    counts["profile"] = {"stat": profile_statistic(), "bps": profile, "n": counts_by_hour}
+    return counts
+
+
+def chart_points(site, limit=CHART_POINTS):
+    """The newest `limit` finished measurements as chart points, x in ms since the epoch
+    (what Chart.js's time scale reads without a parser), quick and full runs apart."""
+    rows = (
+        Measurement.objects.filter(site=site, status="done")
+        .order_by("-created_at")
+        .annotate(headline=headline_expr())
+        .values_list("created_at", "mode", "headline", "full_bps", "rtt_us", "slug")[:limit]
+    )
+    quick, full, rtt = [], [], []
+    for created_at, mode, headline, full_bps, rtt_us, slug in reversed(rows):
+        x = int(created_at.timestamp() * 1000)
+        if mode == "quick":
+            if headline is not None:
+                quick.append({"x": x, "y": headline, "slug": slug})
+        elif full_bps is not None:
+            full.append({"x": x, "y": full_bps, "slug": slug})
+        if rtt_us is not None:
+            rtt.append({"x": x, "y": rtt_us / 1000.0, "slug": slug})
+    return {"quick": quick, "full": full, "rtt_ms": rtt, "limit": limit}
+
+
+def recent_page(site, page, size):
+    """One page of the table, newest first. Fetching size + 1 rows says whether an older page
+    exists without counting all of the site's rows."""
+    offset = (page - 1) * size
+    rows = list(
+        Measurement.objects.filter(site=site)
+        .select_related("vantage")
+        .only("slug", "mode", "status", "created_at", "duration_s", "streams", "window_bytes", "congestion",
+              "quick_mode_entered", "quick_bps", "cumulative_bps", "rtt_us", "retransmits", "failure_code",
+              "vantage__name")
+        .order_by("-created_at")[offset:offset + size + 1]
+    )
+    return rows[:size], len(rows) > size
+
+
+def measurements_between(site, since=None, until=None):
+    """The site's measurements created on or after `since` and on or before `until` (UTC days,
+    both inclusive), oldest first."""
+    qs = Measurement.objects.filter(site=site)
+    if since is not None:
+        qs = qs.filter(created_at__gte=_utc_midnight(since))
+    if until is not None:
+        qs = qs.filter(created_at__lt=_utc_midnight(until + datetime.timedelta(days=1)))
+    return qs.order_by("created_at", "pk")
+
+
+def _utc_midnight(day):
+    return datetime.datetime.combine(day, datetime.time.min, tzinfo=datetime.timezone.utc)

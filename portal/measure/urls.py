@@ -1,0 +1,16 @@
+from django.urls import path
+
+from . import views
+
+app_name = "measure"
+
+urlpatterns = [
+    path("", views.sites, name="sites"),
+    path("healthz", views.healthz, name="healthz"),
+    path("measure/new", views.measure_new, name="new"),
+    path("m/<slug:slug>/", views.measurement, name="measurement"),
+    path("m/<slug:slug>/trace.csv", views.trace_csv, name="trace_csv"),
+    path("m/<slug:slug>/trace.json", views.trace_json, name="trace_json"),
+    path("sites/<slug:slug>/", views.site_history, name="site"),
+    path("sites/<slug:slug>/measurements.csv", views.site_measurements_csv, name="site_csv"),
+]

@@ -1,0 +1,194 @@
+"""Page views: server-rendered pages, htmx partials and the CSV / JSON downloads.
+
+Domain work (creating and enqueuing a measurement, reading progress, packing traces) lives in
+models and plain modules; these functions only pick rows, check access and render.
+"""
+import csv
+import datetime
+import re
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from . import history, progress
+from .csvexport import measurement_csv_rows
+from .forms import MeasurementForm
+from .models import Measurement, MeasurementTrace, Site
+from .services import request_measurement
+from .trace import trace_csv_rows
+
+TABLE_PAGE_SIZE = 25
+
+
+@require_GET
+def healthz(request):
+    # The benchmark's yardstick: no database, no template, no session.
+    return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+def sites(request):
+    return render(request, "measure/sites.html", {"sites": history.sites_overview()})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def measure_new(request):
+    if request.method == "POST":
+        form = MeasurementForm(request.POST)
+        if form.is_valid():
+            measurement = request_measurement(form, request.user)
+            return redirect(measurement.get_absolute_url())
+    else:
+        initial = {}
+        site = Site.objects.filter(slug=request.GET.get("site", ""), enabled=True).first()
+        if site is not None:
+            initial["site"] = site.slug
+        form = MeasurementForm(initial=initial)
+    return render(request, "measure/new.html", {"form": form})
+
+
+def _get_measurement(slug):
+    return get_object_or_404(Measurement.objects.select_related("site", "vantage"), slug=slug)
+
+
+@require_GET
+def measurement(request, slug):
+    m = _get_measurement(slug)
+    if request.htmx:
+        if m.is_finished:
+            # 286 stops htmx polling; the refresh swaps in the finished permalink page.
+            return HttpResponse(status=286, headers={"HX-Refresh": "true"})
+        return render(request, "measure/measurement.html#progress", _progress_context(m))
+    context = {"m": m, "og_url": request.build_absolute_uri(m.get_absolute_url())}
+    if m.is_finished:
+        context["trace"] = _trace_dict_or_none(m)
+    else:
+        context.update(_progress_context(m))
+    return render(request, "measure/measurement.html", context)
+
+
+def _trace_dict_or_none(m):
+    trace = MeasurementTrace.objects.filter(measurement=m).first()
+    return trace.to_dict() if trace is not None else None
+
+
+PHASE_STEPS = [
+    ("queued", "Queued"),
+    ("connecting", "Connecting"),
+    ("slow_start", "Slow-start"),
+    ("measuring", "Measuring"),
+    ("storing", "Storing"),
+]
+# Phases the prober and worker report that share a step of the bar.
+_PHASE_STEP = {"full": "measuring", "finishing": "storing", "done": "storing", "failed": "storing"}
+
+
+def _progress_context(m):
+    state = progress.read(m.pk) or {}
+    phase = state.get("phase") or ("queued" if m.status == "queued" else "connecting")
+    step = _PHASE_STEP.get(phase, phase)
+    keys = [key for key, _ in PHASE_STEPS]
+    current = keys.index(step) if step in keys else 0
+    steps = []
+    for i, (key, label) in enumerate(PHASE_STEPS):
+        if key == "measuring" and phase == "full":
+            label = "Full run"
+        steps.append({"key": key, "label": label,
+                      "state": "past" if i < current else "current" if i == current else "future"})
+    return {"m": m, "phase": phase, "steps": steps, "elapsed_s": state.get("elapsed_s"),
+            "samples": state.get("samples") or []}
+
+
+def _get_trace(slug):
+    m = _get_measurement(slug)
+    trace = MeasurementTrace.objects.filter(measurement=m).first()
+    if trace is None:
+        raise Http404(f"Measurement {slug} has no stored trace (status: {m.status}).")
+    return m, trace
+
+
+class _Echo:
+    """csv.writer wants a file; this one hands each formatted line straight back."""
+
+    def write(self, value):
+        return value
+
+
+def _csv_response(rows, filename):
+    writer = csv.writer(_Echo(), lineterminator="\n")
+    response = StreamingHttpResponse((writer.writerow(row) for row in rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+def trace_csv(request, slug):
+    m, trace = _get_trace(slug)
+    return _csv_response(trace_csv_rows(trace), f"quickprobe-{m.slug}-trace.csv")
+
+
+@require_GET
+def trace_json(request, slug):
+    m, trace = _get_trace(slug)
+    response = JsonResponse(trace.to_dict())
+    response["Content-Disposition"] = f'attachment; filename="quickprobe-{m.slug}-trace.json"'
+    return response
+
+
+@require_GET
+def site_history(request, slug):
+    site = get_object_or_404(Site, slug=slug)
+    page = _page_number(request.GET.get("page"))
+    rows, has_next = history.recent_page(site, page, TABLE_PAGE_SIZE)
+    context = {
+        "site": site,
+        "summary": history.site_summary(site),
+        "chart": history.chart_points(site),
+        "rows": rows,
+        "page": page,
+        "has_next": has_next,
+    }
+    return render(request, "measure/site.html", context)
+
+
+def _page_number(raw):
+    try:
+        return max(1, int(raw))
+    except (TypeError, ValueError):
+        return 1
+
+
+@require_GET
+def site_measurements_csv(request, slug):
+    site = get_object_or_404(Site, slug=slug)
+    try:
+        since = _parse_day(request.GET, "since")
+        until = _parse_day(request.GET, "until")
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    if since and until and since > until:
+        return HttpResponseBadRequest(
+            f"since={since.isoformat()} is after until={until.isoformat()}: since must be on or before until.",
+            content_type="text/plain; charset=utf-8",
+        )
+    queryset = history.measurements_between(site, since, until)
+    return _csv_response(measurement_csv_rows(queryset), f"quickprobe-{site.slug}-measurements.csv")
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _parse_day(params, name):
+    raw = params.get(name, "")
+    if raw == "":
+        return None
+    # fromisoformat alone would also take "20260131" and week dates like "2026-W05-6".
+    if _DAY.fullmatch(raw):
+        try:
+            return datetime.date.fromisoformat(raw)
+        except ValueError:
+            pass
+    raise ValueError(f"{name}={raw!r} is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave {name} out.")

@@ -1,0 +1,129 @@
+/* Measurement permalink: copy-link button, live chart while the test runs (fed by the htmx
+   poll's json_script), and the paper-style trace charts once it is stored. */
+(function () {
+  "use strict";
+  var QP = window.QP;
+
+  function points(xs, ys, f) {
+    var out = [];
+    for (var i = 0; i < xs.length; i++) {
+      var y = ys[i];
+      if (y !== null && y !== undefined) out.push({ x: xs[i], y: f ? f(y) : y });
+    }
+    return out;
+  }
+
+  function line(label, data, color, extra) {
+    var ds = { label: label, data: data, borderColor: color, backgroundColor: color,
+               borderWidth: 1.5, pointRadius: 0, tension: 0 };
+    for (var k in extra || {}) ds[k] = extra[k];
+    return ds;
+  }
+
+  function baseOptions(yTitle, yFormat, marker) {
+    return {
+      animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
+      interaction: { mode: "nearest", axis: "x", intersect: false },
+      scales: {
+        x: { type: "linear", title: { display: true, text: "time since first byte (s)" } },
+        y: { beginAtZero: true, title: { display: true, text: yTitle }, ticks: { callback: yFormat } }
+      },
+      plugins: {
+        decimation: { enabled: true, algorithm: "lttb", samples: 600 },
+        marker: marker,
+        tooltip: { callbacks: { label: function (c) { return c.dataset.label + ": " + yFormat(c.parsed.y); } } }
+      }
+    };
+  }
+
+  function chart(id, datasets, options) {
+    var el = document.getElementById(id);
+    if (!el) return null;
+    return new Chart(el, { type: "line", data: { datasets: datasets }, options: options, plugins: [QP.markerPlugin] });
+  }
+
+  function drawTrace(trace) {
+    var t = trace.t;
+    var marker = { x: trace.slow_start_end_s, label: "slow-start end" };
+    var streams = trace.streams || [];
+    var ms = function (v) { return v / 1000; };
+    var cwnd = [];
+    if (streams.length === 1) {
+      cwnd.push(line("cwnd", points(t, streams[0].cwnd_bytes), QP.palette[0]));
+      cwnd.push(line("ssthresh", points(t, streams[0].ssthresh_bytes), QP.palette[1], { borderDash: [4, 3] }));
+    } else {
+      cwnd.push(line("cwnd, all streams", points(t, trace.cwnd_bytes), QP.palette[0]));
+    }
+    chart("chart-cwnd", cwnd, baseOptions("bytes", QP.bytes, marker));
+    chart("chart-bw", [
+      line("InstBW", points(t, trace.inst_bps), QP.palette[0]),
+      line("CumuBW", points(t, trace.cumu_bps), QP.palette[1])
+    ], baseOptions("bit/s", QP.bps, marker));
+    chart("chart-streams", streams.map(function (s, i) {
+      return line("stream " + s.id, points(t, s.cwnd_bytes), QP.palette[i % QP.palette.length]);
+    }), baseOptions("bytes", QP.bytes, marker));
+    chart("chart-rtt", streams.map(function (s, i) {
+      return line(streams.length === 1 ? "smoothed RTT" : "stream " + s.id, points(t, s.rtt_us, ms),
+                  QP.palette[i % QP.palette.length]);
+    }), baseOptions("ms", function (v) { return Number(v).toFixed(2) + " ms"; }, marker));
+  }
+
+  var live = null;
+
+  function updateLive() {
+    var samples = QP.readJSON("live-samples");
+    var el = document.getElementById("chart-live");
+    if (!samples || !el) return;
+    var t = samples.map(function (s) { return s.t; });
+    var inst = points(t, samples.map(function (s) { return s.inst_bps; }));
+    var cumu = points(t, samples.map(function (s) { return s.cumu_bps; }));
+    var cwnd = points(t, samples.map(function (s) { return s.cwnd_bytes; }));
+    if (live === null) {
+      var opts = baseOptions("bit/s", QP.bps, undefined);
+      opts.scales.cwnd = { position: "right", beginAtZero: true, grid: { drawOnChartArea: false },
+                           title: { display: true, text: "cwnd (bytes)" }, ticks: { callback: QP.bytes } };
+      live = chart("chart-live", [
+        line("InstBW", inst, QP.palette[0]),
+        line("CumuBW", cumu, QP.palette[1]),
+        line("cwnd", cwnd, QP.palette[2], { yAxisID: "cwnd" })
+      ], opts);
+      return;
+    }
+    live.data.datasets[0].data = inst;
+    live.data.datasets[1].data = cumu;
+    live.data.datasets[2].data = cwnd;
+    live.update("none");
+  }
+
+  function copyLink() {
+    var button = document.getElementById("copy-link");
+    var status = document.getElementById("copy-status");
+    if (!button) return;
+    button.addEventListener("click", function () {
+      var url = button.getAttribute("data-url");
+      var done = function () { status.textContent = "Link copied"; };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(url).then(done, function () { fallbackCopy(url, done); });
+      } else {
+        fallbackCopy(url, done);
+      }
+    });
+  }
+
+  // Plain-http deployments have no Clipboard API; a selected text field still copies.
+  function fallbackCopy(url, done) {
+    var input = document.createElement("input");
+    input.value = url;
+    document.body.appendChild(input);
+    input.select();
+    try { if (document.execCommand("copy")) done(); } finally { document.body.removeChild(input); }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    copyLink();
+    var trace = QP.readJSON("trace-data");
+    if (trace) drawTrace(trace);
+    updateLive();
+    document.body.addEventListener("htmx:afterSettle", updateLive);
+  });
+})();

@@ -1,0 +1,177 @@
+import json
+
+import pytest
+from django.test import Client
+
+from portal.measure import progress
+from tests import factories
+from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fixture)
+
+
+def _clients(user, other_user):
+    anonymous = Client()
+    owner = Client()
+    owner.force_login(user)
+    other = Client()
+    other.force_login(other_user)
+    return {"anonymous": anonymous, "owner": owner, "other": other}
+
+
+@pytest.mark.parametrize("who", ["anonymous", "owner", "other"])
+def test_permalink_done_readable_by_everyone(who, done_measurement, user, other_user):
+    response = _clients(user, other_user)[who].get(f"/m/{done_measurement.slug}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<span class="figure" id="headline">9.30 Gbit/s</span>' in html
+    assert "quick-mode estimate" in html
+
+
+def test_permalink_done_has_opengraph_tags(client, done_measurement):
+    html = client.get(f"/m/{done_measurement.slug}/").content.decode()
+    assert '<meta property="og:title" content="9.30 Gbit/s to Loopback iperf3">' in html
+    assert f'<meta property="og:url" content="http://testserver/m/{done_measurement.slug}/">' in html
+    assert ('<meta property="og:description" content="Quick-mode TCP throughput from local to Loopback iperf3 '
+            '(127.0.0.1): slow-start ended at 0.84 s (paper_cwnd_stable), measured in 1.86 s instead of 10 s. '
+            'RTT 45 µs, 0 retransmits.">') in html
+
+
+def test_permalink_done_shows_results(client, done_measurement):
+    html = client.get(f"/m/{done_measurement.slug}/").content.decode()
+    assert "<dt>Cumulative (iperf's figure)</dt><dd>8.10 Gbit/s</dd>" in html
+    assert "<dt>Slow-start end</dt><dd>0.84 s (paper_cwnd_stable)</dd>" in html
+    assert "<dt>Time saved</dt><dd>81.4 % (vs 10 s full run)</dd>" in html
+    assert "<dt>Traffic saved</dt><dd>89.4 % (vs ≈ 10.8 GiB)</dd>" in html
+    assert "<dt>Window asked / given</dt><dd>default / 2.50 MiB</dd>" in html
+    assert "<dt>RTT (smoothed / min)</dt><dd>45 µs / 12 µs</dd>" in html
+    assert "<dt>Bytes sent / server got</dt><dd>1.15 GiB / 1.15 GiB</dd>" in html
+    # Finished: no polling element, the trace is embedded for the charts.
+    assert "hx-trigger" not in html
+    trace = json.loads(html.split('<script id="trace-data" type="application/json">')[1].split("</script>")[0])
+    assert trace == factories.sample_trace_dict()
+    assert f'href="/m/{done_measurement.slug}/trace.csv"' in html
+    assert f'href="/m/{done_measurement.slug}/trace.json"' in html
+
+
+def test_permalink_multi_stream_draws_per_stream_chart(client, site, vantage):
+    m = factories.make_done_measurement(site=site, vantage=vantage, trace=factories.sample_trace_dict(streams=(1, 3)))
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert '<canvas id="chart-streams"></canvas>' in html
+    assert "Per-stream cwnd (2 streams)" in html
+
+
+def test_permalink_single_stream_has_no_per_stream_chart(client, done_measurement):
+    html = client.get(f"/m/{done_measurement.slug}/").content.decode()
+    assert "chart-streams" not in html
+    assert '<canvas id="chart-cwnd"></canvas>' in html
+
+
+def test_permalink_quick_not_entered_says_so(client, site, vantage):
+    result = factories.sample_result_event(quick_mode_entered=False, quick_bps=None, cumulative_bps=4.2e8,
+                                           slow_start_end_s=None, rule=None)
+    m = factories.make_done_measurement(site=site, vantage=vantage, result=result)
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert '<span class="figure" id="headline">420.0 Mbit/s</span>' in html
+    assert "quick mode not entered: whole-run average" in html
+    assert "<dt>Slow-start end</dt><dd>never detected</dd>" in html
+
+
+def test_permalink_failed_shows_code_and_reason(client, site, vantage):
+    m = factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
+                                   failure_reason="connect to 127.0.0.1 port 5201: Connection refused")
+    response = client.get(f"/m/{m.slug}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<strong><code>connect_refused</code></strong>" in html
+    assert "<p>connect to 127.0.0.1 port 5201: Connection refused</p>" in html
+    assert '<meta property="og:title" content="Failed (connect_refused): test to Loopback iperf3">' in html
+    assert "trace.csv" not in html
+
+
+def test_permalink_unknown_slug_404(client, db):
+    assert client.get("/m/doesnotexist/").status_code == 404
+
+
+def test_permalink_running_polls_and_shows_phase(client, measurement):
+    measurement.status = "running"
+    measurement.save()
+    samples = [{"t": 0.02, "inst_bps": 1e9, "cumu_bps": 5e8, "cwnd_bytes": 65483}]
+    progress.write(measurement.pk, "slow_start", 0.02, samples)
+    html = client.get(f"/m/{measurement.slug}/").content.decode()
+    assert f'hx-get="/m/{measurement.slug}/" hx-trigger="every 500ms" hx-swap="outerHTML"' in html
+    assert '<li class="past" data-phase="connecting">Connecting</li>' in html
+    assert '<li class="current" data-phase="slow_start">Slow-start</li>' in html
+    assert '<li class="future" data-phase="measuring">Measuring</li>' in html
+    assert '<canvas id="chart-live"' in html
+    assert '<meta property="og:title" content="Test to Loopback iperf3 (running)">' in html
+
+
+def test_progress_partial_htmx_returns_only_partial(client, measurement):
+    measurement.status = "running"
+    measurement.save()
+    samples = [{"t": 0.5, "inst_bps": 2e9, "cumu_bps": 1e9, "cwnd_bytes": 131072}]
+    progress.write(measurement.pk, "full", 0.5, samples)
+    response = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="progress"')
+    assert "<html" not in html
+    assert '<li class="current" data-phase="measuring">Full run</li>' in html
+    assert "0.50 s since the first byte" in html
+    embedded = html.split('<script id="live-samples" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(embedded) == samples
+
+
+def test_progress_partial_queued_without_worker_state(client, measurement):
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert '<li class="current" data-phase="queued">Queued</li>' in html
+    assert '<script id="live-samples" type="application/json">[]</script>' in html
+
+
+@pytest.mark.parametrize("status", ["done", "failed"])
+def test_progress_poll_finished_answers_286_and_refresh(client, measurement, status):
+    measurement.status = status
+    measurement.save()
+    response = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 286
+    assert response["HX-Refresh"] == "true"
+    assert response.content == b""
+
+
+def test_progress_poll_unknown_slug_404(client, db):
+    assert client.get("/m/nope/", HTTP_HX_REQUEST="true").status_code == 404
+
+
+@pytest.mark.parametrize("who", ["anonymous", "owner", "other"])
+def test_trace_csv_exact_bytes(who, done_measurement, user, other_user):
+    response = _clients(user, other_user)[who].get(f"/m/{done_measurement.slug}/trace.csv")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="quickprobe-{done_measurement.slug}-trace.csv"'
+    body = b"".join(response.streaming_content).decode()
+    assert body == (
+        "t,inst_bps,cumu_bps,cwnd_bytes,s1_cwnd_bytes,s1_ssthresh_bytes,s1_rtt_us,s1_bytes_acked,s1_total_retrans\n"
+        "0.02,1000000000.0,500000000.0,654830,654830,,40,1000000,0\n"
+        "0.04,2000000000.0,1000000000.0,1309660,1309660,,41,2000000,0\n"
+        "0.06,3000000000.0,1500000000.0,1964490,1964490,1309660,42,3000000,0\n"
+        "0.08,4000000000.0,2000000000.0,2619320,2619320,1309660,43,4000000,0\n"
+        "0.1,5000000000.0,2500000000.0,3274150,3274150,1309660,44,5000000,0\n"
+    )
+
+
+@pytest.mark.parametrize("who", ["anonymous", "owner", "other"])
+def test_trace_json_equals_stored_trace(who, done_measurement, user, other_user):
+    response = _clients(user, other_user)[who].get(f"/m/{done_measurement.slug}/trace.json")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert json.loads(response.content) == factories.sample_trace_dict()
+
+
+@pytest.mark.parametrize("suffix", ["trace.csv", "trace.json"])
+def test_trace_download_without_trace_404(client, measurement, suffix):
+    response = client.get(f"/m/{measurement.slug}/{suffix}")
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize("suffix", ["trace.csv", "trace.json"])
+def test_trace_download_unknown_slug_404(client, db, suffix):
+    assert client.get(f"/m/nope/{suffix}").status_code == 404
