@@ -180,7 +180,8 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Set where collectstatic runs (the Docker image); unset, WhiteNoise serves from the finders.
+STATIC_ROOT = env_str("STATIC_ROOT")
 # Without collectstatic (make run, tests) WhiteNoise serves straight from the finders.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG

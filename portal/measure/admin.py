@@ -1,0 +1,51 @@
+from django.contrib import admin
+
+from .models import ApiToken, Measurement, Site, Vantage
+
+
+@admin.register(Site)
+class SiteAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "host", "port", "protocol", "location", "enabled")
+    list_filter = ("enabled", "protocol")
+    search_fields = ("name", "slug", "host", "location")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Vantage)
+class VantageAdmin(admin.ModelAdmin):
+    list_display = ("name", "description", "kernel", "last_seen", "enabled")
+    list_filter = ("enabled",)
+    readonly_fields = ("last_seen",)
+
+
+@admin.register(Measurement)
+class MeasurementAdmin(admin.ModelAdmin):
+    list_display = ("slug", "site", "vantage", "mode", "status", "quick_bps", "cumulative_bps", "created_at", "requested_by")
+    list_filter = ("status", "mode", "site", "vantage")
+    search_fields = ("slug", "site__slug", "requested_by__username")
+    date_hierarchy = "created_at"
+    list_select_related = ("site", "vantage", "requested_by")
+    raw_id_fields = ("requested_by",)
+    # Stored results come from the prober; editing them by hand would make them lie.
+    readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result",
+                       "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps", "bytes_sent", "server_bytes",
+                       "elapsed_s", "slow_start_end_s", "rule", "retransmits", "rtt_us", "min_rtt_us", "mss_bytes",
+                       "window_requested_bytes", "window_given_bytes", "congestion_used", "time_saved_pct",
+                       "traffic_saved_pct", "full_time_s", "full_bytes_estimate", "validate_quick_bps",
+                       "validate_error_pct")
+
+    def get_queryset(self, request):
+        # The list never needs the result JSON; the trace lives in another table and is
+        # never joined here.
+        qs = super().get_queryset(request)
+        return qs.defer("result") if request.resolver_match and request.resolver_match.url_name.endswith("changelist") else qs
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("user", "prefix", "created_at", "last_used")
+    readonly_fields = ("key_hash", "prefix", "created_at", "last_used")
+    search_fields = ("user__username", "prefix")
+
+    def has_add_permission(self, request):
+        return False  # tokens come from manage.py issue_token, which shows the secret once
