@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 PROTOCOL_CHOICES = [("iperf3", "iperf3"), ("iperf2", "iperf 2")]
@@ -42,6 +43,9 @@ class Site(models.Model):
 
     def __str__(self):
         return self.name
+
+    def get_absolute_url(self):
+        return reverse("measure:site", kwargs={"slug": self.slug})
 
 
 class Vantage(models.Model):
@@ -127,7 +131,7 @@ class Measurement(models.Model):
         return f"{self.slug} {self.site.slug} from {self.vantage.name} ({self.status})"
 
     def get_absolute_url(self):
-        return f"/m/{self.slug}/"
+        return reverse("measure:measurement", kwargs={"slug": self.slug})
 
     @property
     def headline_bps(self):
