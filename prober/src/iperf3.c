@@ -1,0 +1,447 @@
+/* iperf3.c: the iperf3 control protocol: framing, parameters, results (client side). */
+#include "iperf3.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* The iperf3 stream id of the i-th data connection (0-based): 1, 3, 4, 5, ... */
+int iperf3_stream_id(int i)
+{
+    return i == 0 ? 1 : i + 2;
+}
+
+/* Fill cookie with 36 random characters of iperf's alphabet and a NUL. */
+void iperf3_make_cookie(char cookie[IPERF3_COOKIE_LEN])
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+    unsigned char rnd[IPERF3_COOKIE_LEN - 1];
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            rnd[i] = (unsigned char)(rand() ^ (int)getpid());
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        cookie[i] = alphabet[rnd[i] % 32];
+    cookie[IPERF3_COOKIE_LEN - 1] = '\0';
+}
+
+/* The parameter JSON for o; malloc'd string or NULL. */
+char *iperf3_params_json(const qp_opts *o)
+{
+    json_t *j = json_object();
+    char *s;
+
+    if (!j)
+        return NULL;
+    json_object_set_new(j, "tcp", json_true());
+    json_object_set_new(j, "omit", json_integer(0));
+    json_object_set_new(j, "time", json_integer(o->time_s));
+    json_object_set_new(j, "num", json_integer(0));
+    json_object_set_new(j, "blockcount", json_integer(0));
+    json_object_set_new(j, "parallel", json_integer(o->streams));
+    json_object_set_new(j, "len", json_integer(IPERF3_BLOCK));
+    json_object_set_new(j, "pacing_timer", json_integer(1000));
+    if (o->window_bytes)
+        json_object_set_new(j, "window", json_integer((json_int_t)o->window_bytes));
+    if (o->congestion)
+        json_object_set_new(j, "congestion", json_string(o->congestion));
+    json_object_set_new(j, "client_version", json_string("quickprobe " QP_VERSION));
+    s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+/* Our results JSON; malloc'd string or NULL. */
+char *iperf3_results_json(const iperf3_own_stream *st, int n, double cpu_user_pct,
+                          double cpu_sys_pct, const char *cc)
+{
+    json_t *j = json_object(), *arr = json_array();
+    char *s;
+
+    if (!j || !arr)
+        goto fail;
+    json_object_set_new(j, "cpu_util_total", json_real(cpu_user_pct + cpu_sys_pct));
+    json_object_set_new(j, "cpu_util_user", json_real(cpu_user_pct));
+    json_object_set_new(j, "cpu_util_system", json_real(cpu_sys_pct));
+    json_object_set_new(j, "sender_has_retransmits", json_integer(1));
+    if (cc && *cc)
+        json_object_set_new(j, "congestion_used", json_string(cc));
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:i, s:I, s:I, s:f, s:i, s:i, s:f, s:f}",
+                              "id", st[i].id, "bytes", (json_int_t)st[i].bytes,
+                              "retransmits", (json_int_t)st[i].retransmits,
+                              "jitter", 0.0, "errors", 0, "packets", 0,
+                              "start_time", 0.0, "end_time", st[i].end_time_s);
+        if (!o)
+            goto fail;
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(j, "streams", arr);
+    s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+fail:
+    json_decref(arr);
+    json_decref(j);
+    return NULL;
+}
+
+/* Decode a 4-byte big-endian JSON length; 0 if 1..8192, else -1 with a message. */
+int iperf3_decode_len(const unsigned char b[4], uint32_t *len, char *err, size_t errlen)
+{
+    uint32_t v = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+
+    if (v == 0 || v > IPERF3_MAX_JSON) {
+        snprintf(err, errlen, "the server announced a JSON message of %u bytes "
+                 "(allowed 1 to %d)", v, IPERF3_MAX_JSON);
+        return -1;
+    }
+    *len = v;
+    return 0;
+}
+
+/* A JSON number as a double (integers too); 0 or -1 if v is not a number. */
+static int json_num(const json_t *v, double *out)
+{
+    if (!json_is_number(v))
+        return -1;
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* Decode one element of the results' "streams" array into s; 0 or -1. */
+static int parse_stream(const json_t *o, iperf3_stream_result *s, char *err, size_t errlen)
+{
+    double id, bytes, retr = -1, end = -1;
+
+    if (!json_is_object(o) || json_num(json_object_get(o, "id"), &id) < 0 ||
+        json_num(json_object_get(o, "bytes"), &bytes) < 0) {
+        snprintf(err, errlen, "a stream in the server's results lacks a numeric id or bytes");
+        return -1;
+    }
+    if (id != floor(id) || id < 0 || id > 1e6 || bytes < 0 || bytes > 9.2e18 ||
+        bytes != floor(bytes)) {
+        snprintf(err, errlen, "a stream in the server's results has an impossible id or "
+                 "byte count");
+        return -1;
+    }
+    json_num(json_object_get(o, "retransmits"), &retr);
+    json_num(json_object_get(o, "end_time"), &end);
+    s->id = (int)id;
+    s->bytes = (uint64_t)bytes;
+    /* iperf3 3.12/3.13 print -1 as 18446744073709551615: anything past INT64_MAX is -1. */
+    s->retransmits = (retr < 0 || retr >= 9.2e18 || !isfinite(retr)) ? -1 : (int64_t)retr;
+    s->end_time_s = isfinite(end) ? end : -1;
+    return 0;
+}
+
+/* Decode the server's results JSON (len bytes, not NUL-terminated); 0 or -1. */
+int iperf3_parse_results(const char *buf, size_t len, iperf3_results *r,
+                         char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *j, *streams, *v;
+    size_t i, n;
+    double d;
+
+    memset(r, 0, sizeof(*r));
+    /* Reals for every number: unsigned 64-bit values overflow jansson's integers. */
+    j = json_loadb(buf, len, JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES, &je);
+    if (!j) {
+        snprintf(err, errlen, "the server's results are not valid JSON: %s", je.text);
+        return -1;
+    }
+    streams = json_object_get(j, "streams");
+    if (!json_is_object(j) || !json_is_array(streams)) {
+        snprintf(err, errlen, "the server's results lack a \"streams\" array");
+        goto fail;
+    }
+    n = json_array_size(streams);
+    if (n > QP_MAX_STREAMS) {
+        snprintf(err, errlen, "the server's results list %zu streams (at most %d)", n,
+                 QP_MAX_STREAMS);
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        if (parse_stream(json_array_get(streams, i), &r->streams[i], err, errlen) < 0)
+            goto fail;
+        r->total_bytes += r->streams[i].bytes;
+    }
+    r->nstreams = (int)n;
+    if (json_num(json_object_get(j, "sender_has_retransmits"), &d) == 0)
+        r->sender_has_retransmits = d == 1.0;
+    v = json_object_get(j, "congestion_used");
+    if (json_is_string(v))
+        snprintf(r->congestion_used, sizeof(r->congestion_used), "%s", json_string_value(v));
+    json_decref(j);
+    return 0;
+fail:
+    json_decref(j);
+    return -1;
+}
+
+/* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. */
+void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e)
+{
+    int32_t code = 0, eno = 0;
+
+    if (n >= 4)
+        code = (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
+                         ((uint32_t)b[2] << 8) | b[3]);
+    if (n >= 8)
+        eno = (int32_t)(((uint32_t)b[4] << 24) | ((uint32_t)b[5] << 16) |
+                        ((uint32_t)b[6] << 8) | b[7]);
+    e->has_iperf_error = n >= 4;
+    e->iperf_error = code;
+    e->iperf_errno = eno;
+    if (n >= 4 && code == IPERF3_IEAUTHTEST) {
+        QP_ERR(e, "auth_required", "the server requires authentication "
+               "(iperf3 error %d: test authorization failed)", code);
+        return;
+    }
+    if (n < 4) {
+        QP_ERR(e, "server_error", "the server reported an error (SERVER_ERROR) without a code");
+        return;
+    }
+    QP_ERR(e, "server_error", "the server reported iperf3 error %d%s%s", code,
+           eno ? ": " : "", eno ? strerror(eno) : "");
+}
+
+/* Map a net_* return code onto an EVENTS.md error. */
+static void net_to_err(int rc, const char *msg, qp_err *e)
+{
+    const char *code = "io";
+
+    if (rc == NET_ERR_TIMEOUT) code = "timeout";
+    else if (rc == NET_ERR_INTR) code = "interrupted";
+    else if (rc == NET_ERR_EOF) code = "protocol";
+    QP_ERR(e, code, "%s", msg);
+}
+
+/* Read one state byte within timeout_s; 0 or -1 with e set. */
+int iperf3_read_state(net_reader *r, double timeout_s, int *state, qp_err *e)
+{
+    char msg[256];
+    signed char b;
+    int rc = net_read_exact(r, &b, 1, NULL, net_now() + timeout_s, msg, sizeof(msg));
+
+    if (rc != NET_OK) {
+        net_to_err(rc, msg, e);
+        if (rc == NET_ERR_EOF)
+            e->code = "eof";    /* callers decide: busy before PARAM_EXCHANGE, else protocol */
+        return -1;
+    }
+    *state = b;
+    return 0;
+}
+
+/* Read one length-prefixed JSON message into a malloc'd NUL-terminated buffer. */
+int iperf3_read_json(net_reader *r, double timeout_s, char **out, size_t *outlen, qp_err *e)
+{
+    unsigned char lb[4];
+    char msg[256];
+    uint32_t len;
+    double deadline = net_now() + timeout_s;
+    char *buf = NULL;
+    int rc;
+
+    rc = net_read_exact(r, lb, 4, NULL, deadline, msg, sizeof(msg));
+    if (rc != NET_OK)
+        goto netfail;
+    if (iperf3_decode_len(lb, &len, msg, sizeof(msg)) < 0) {
+        QP_ERR(e, "protocol", "%s", msg);
+        return -1;
+    }
+    buf = malloc(len + 1);
+    if (!buf) {
+        QP_ERR(e, "io", "out of memory");
+        return -1;
+    }
+    rc = net_read_exact(r, buf, len, NULL, deadline, msg, sizeof(msg));
+    if (rc != NET_OK)
+        goto netfail;
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+    return 0;
+netfail:
+    free(buf);
+    net_to_err(rc, msg, e);
+    return -1;
+}
+
+/* Write a length-prefixed JSON message within timeout_s; 0 or -1 with e set. */
+int iperf3_write_json(int fd, const char *json, double timeout_s, qp_err *e)
+{
+    size_t n = strlen(json);
+    unsigned char lb[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                            (unsigned char)(n >> 8), (unsigned char)n };
+    double deadline = net_now() + timeout_s;
+    char msg[256];
+    int rc;
+
+    if (n == 0 || n > IPERF3_MAX_JSON) {
+        QP_ERR(e, "io", "our JSON message is %zu bytes (iperf3 allows 1 to %d)", n,
+               IPERF3_MAX_JSON);
+        return -1;
+    }
+    rc = net_write_all(fd, lb, 4, deadline, msg, sizeof(msg));
+    if (rc == NET_OK)
+        rc = net_write_all(fd, json, n, deadline, msg, sizeof(msg));
+    if (rc != NET_OK) {
+        net_to_err(rc, msg, e);
+        return -1;
+    }
+    return 0;
+}
+
+/* Send one state byte within timeout_s; 0 or -1 with e set. */
+int iperf3_write_state(int fd, int state, double timeout_s, qp_err *e)
+{
+    signed char b = (signed char)state;
+    char msg[256];
+    int rc = net_write_all(fd, &b, 1, net_now() + timeout_s, msg, sizeof(msg));
+
+    if (rc != NET_OK) {
+        net_to_err(rc, msg, e);
+        return -1;
+    }
+    return 0;
+}
+
+/* Handle an unexpected state byte: fills e with busy / server_error / protocol;
+ * reads the error ints after SERVER_ERROR. Always returns -1. */
+int iperf3_unexpected(net_reader *r, int state, int expected, double timeout_s, qp_err *e)
+{
+    unsigned char b[8];
+    size_t got = 0;
+    char msg[256];
+
+    if (state == ST_ACCESS_DENIED) {
+        QP_ERR(e, "server_busy", "the server is busy running a test; try again later");
+        return -1;
+    }
+    if (state == ST_SERVER_ERROR) {
+        int rc = net_read_exact(r, b, 8, &got, net_now() + timeout_s, msg, sizeof(msg));
+
+        if (rc == NET_ERR_TIMEOUT && got < 4) {
+            QP_ERR(e, "timeout", "the server sent SERVER_ERROR but no error code in time");
+            return -1;
+        }
+        iperf3_server_error(b, got, e);
+        return -1;
+    }
+    if (state == ST_SERVER_TERMINATE) {
+        QP_ERR(e, "server_error", "the server terminated the test (SERVER_TERMINATE)");
+        return -1;
+    }
+    QP_ERR(e, "protocol", "unexpected state %d from the server (expected %d)", state, expected);
+    return -1;
+}
+
+/* Read a state byte and require it to be expected; 0 or -1 with e set. */
+static int expect_state(net_reader *r, int expected, double timeout_s, qp_err *e)
+{
+    int st;
+
+    if (iperf3_read_state(r, timeout_s, &st, e) < 0) {
+        if (strcmp(e->code, "eof") == 0)
+            QP_ERR(e, "protocol", "the server closed the control connection while we "
+                   "waited for state %d", expected);
+        return -1;
+    }
+    if (st != expected)
+        return iperf3_unexpected(r, st, expected, timeout_s, e);
+    return 0;
+}
+
+/* Connect, send the cookie, exchange parameters, wait for CREATE_STREAMS.
+ * Returns the control fd (reader attached to r) or -1 with e set. */
+int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_reader *r,
+                qp_err *e)
+{
+    double to = o->connect_timeout_s;
+    char msg[256], *params = NULL;
+    int fd, rc, st;
+
+    fd = net_connect(a, to, 0, NULL, msg, sizeof(msg));
+    if (fd < 0) {
+        QP_ERR(e, fd == NET_ERR_REFUSED ? "connect_refused" :
+                  fd == NET_ERR_TIMEOUT ? "connect_timeout" :
+                  fd == NET_ERR_INTR ? "interrupted" : "io", "%s", msg);
+        return -1;
+    }
+    net_reader_init(r, fd);
+    rc = net_write_all(fd, cookie, IPERF3_COOKIE_LEN, net_now() + to, msg, sizeof(msg));
+    if (rc != NET_OK) {
+        QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" : "server_busy",
+               "sending the cookie failed (%s): the server is busy or not iperf3", msg);
+        goto fail;
+    }
+    if (iperf3_read_state(r, to, &st, e) < 0) {
+        /* A busy server closes at once, and the 0xFF can be lost in a reset. */
+        if (strcmp(e->code, "eof") == 0)
+            QP_ERR(e, "server_busy", "the server closed the connection before the "
+                   "parameter exchange: it is busy running a test; try again later");
+        goto fail;
+    }
+    if (st != ST_PARAM_EXCHANGE) {
+        iperf3_unexpected(r, st, ST_PARAM_EXCHANGE, to, e);
+        goto fail;
+    }
+    params = iperf3_params_json(o);
+    if (!params) {
+        QP_ERR(e, "io", "out of memory");
+        goto fail;
+    }
+    if (iperf3_write_json(fd, params, to, e) < 0 || expect_state(r, ST_CREATE_STREAMS, to, e) < 0)
+        goto fail;
+    free(params);
+    return fd;
+fail:
+    free(params);
+    close(fd);
+    return -1;
+}
+
+/* Wait for TEST_START then TEST_RUNNING; 0 or -1 with e set. */
+int iperf3_wait_running(net_reader *r, double timeout_s, qp_err *e)
+{
+    if (expect_state(r, ST_TEST_START, timeout_s, e) < 0)
+        return -1;
+    return expect_state(r, ST_TEST_RUNNING, timeout_s, e);
+}
+
+/* Send TEST_END, exchange results, finish with IPERF_DONE; 0 or -1 with e set.
+ * server receives the server's results. */
+int iperf3_finish(int ctrl, net_reader *r, const char *own_json, double timeout_s,
+                  iperf3_results *server, qp_err *e)
+{
+    char *json = NULL, msg[256];
+    size_t len;
+
+    if (iperf3_write_state(ctrl, ST_TEST_END, timeout_s, e) < 0 ||
+        expect_state(r, ST_EXCHANGE_RESULTS, timeout_s, e) < 0 ||
+        iperf3_write_json(ctrl, own_json, timeout_s, e) < 0 ||
+        iperf3_read_json(r, timeout_s, &json, &len, e) < 0)
+        goto fail;
+    if (iperf3_parse_results(json, len, server, msg, sizeof(msg)) < 0) {
+        QP_ERR(e, "protocol", "%s", msg);
+        goto fail;
+    }
+    free(json);
+    json = NULL;
+    if (expect_state(r, ST_DISPLAY_RESULTS, timeout_s, e) < 0)
+        goto fail;
+    /* The server may already have closed: IPERF_DONE is a courtesy. */
+    iperf3_write_state(ctrl, ST_IPERF_DONE, timeout_s, &(qp_err){0});
+    return 0;
+fail:
+    free(json);
+    return -1;
+}

@@ -1,0 +1,398 @@
+/* measure.c: sender threads writing 128 KiB blocks, and the sampler that reads
+ * TCP_INFO every --sample-ms, feeds the slow-start detectors and decides the end. */
+#include "measure.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "output.h"
+
+#define INST_WINDOW_S 0.5
+
+typedef struct {
+    qp_run *r;
+    qp_stream *s;
+} sender_arg;
+
+/* One sender: write 128 KiB blocks until told to stop or the socket fails. */
+static void *sender_main(void *p)
+{
+    sender_arg *a = p;
+    qp_stream *s = a->s;
+    atomic_int *stop = &a->r->stop;
+    char *buf = calloc(1, IPERF3_BLOCK);
+
+    free(a);
+    if (!buf) {
+        atomic_store(&s->send_errno, ENOMEM);
+        return NULL;
+    }
+    while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+        ssize_t n = send(s->fd, buf, IPERF3_BLOCK, MSG_NOSIGNAL);
+
+        if (n > 0) {
+            atomic_fetch_add_explicit(&s->written, (uint64_t)n, memory_order_relaxed);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        atomic_store(&s->send_errno, n == 0 ? EPIPE : errno);
+        break;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Start one sender thread per stream and set t0; 0 or -1 with e set. */
+int measure_start_senders(qp_run *r, qp_err *e)
+{
+    sigset_t block, old;
+    ss_cc cc = ss_cc_from_name(r->congestion);
+    int rc = 0;
+
+    for (int i = 0; i < r->n; i++)
+        ss_init(&r->streams[i].det, SS_ALGO_AUTO, cc);
+    /* Signals go to the sampler thread only, which ends the test cleanly. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    r->t0 = net_now();
+    r->started = 1;
+    r->next_interval_t = r->o->interval_s;
+    for (int i = 0; i < r->n; i++) {
+        sender_arg *a = malloc(sizeof(*a));
+
+        if (a) {
+            a->r = r;
+            a->s = &r->streams[i];
+        }
+        if (!a || pthread_create(&r->streams[i].thread, NULL, sender_main, a) != 0) {
+            free(a);
+            QP_ERR(e, "io", "cannot start sender thread %d", i + 1);
+            rc = -1;
+            break;
+        }
+        r->streams[i].thread_started = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        out_phase(r->o->mode == MODE_FULL ? "full" : "slow_start", 0.0);
+    return rc;
+}
+
+/* Ask the senders to stop and join them (idempotent). */
+void measure_stop_senders(qp_run *r)
+{
+    atomic_store(&r->stop, 1);
+    for (int i = 0; i < r->n; i++) {
+        if (!r->streams[i].thread_started)
+            continue;
+        pthread_join(r->streams[i].thread, NULL);
+        r->streams[i].thread_started = 0;
+    }
+}
+
+/* Data bytes written so far over all streams. */
+uint64_t measure_written(const qp_run *r)
+{
+    uint64_t sum = 0;
+
+    for (int i = 0; i < r->n; i++)
+        sum += atomic_load_explicit(&r->streams[i].written, memory_order_relaxed);
+    return sum;
+}
+
+/* inst_bps from a history of (t, acked) points (oldest first) and the current point:
+ * bytes acked over the last 500 ms, or since t = 0 while t < 0.5 s. */
+double measure_inst_bps(const qp_point *hist, int n, double t, uint64_t acked)
+{
+    qp_point base = { 0.0, 0 };
+
+    if (t <= 0)
+        return 0.0;
+    /* The newest point at least 500 ms old; t = 0 (nothing acked) before that. */
+    for (int i = n - 1; i >= 0; i--) {
+        if (hist[i].t <= t - INST_WINDOW_S + 1e-9) {
+            base = hist[i];
+            break;
+        }
+    }
+    if (t - base.t <= 0 || acked < base.acked)
+        return 0.0;
+    return (double)(acked - base.acked) * 8.0 / (t - base.t);
+}
+
+/* Append (t, acked) to the bounded history ring. */
+static void ring_push(qp_run *r, double t, uint64_t acked)
+{
+    int idx = (r->ring_head + r->ring_len) % r->ring_cap;
+
+    if (r->ring_len == r->ring_cap) {
+        r->ring_head = (r->ring_head + 1) % r->ring_cap;
+        idx = (r->ring_head + r->ring_len - 1) % r->ring_cap;
+    } else {
+        r->ring_len++;
+    }
+    r->ring[idx] = (qp_point){ t, acked };
+}
+
+/* inst_bps over the ring (copied oldest first). */
+static double ring_inst_bps(const qp_run *r, double t, uint64_t acked)
+{
+    qp_point tmp[r->ring_len > 0 ? r->ring_len : 1];
+
+    for (int i = 0; i < r->ring_len; i++)
+        tmp[i] = r->ring[(r->ring_head + i) % r->ring_cap];
+    return measure_inst_bps(tmp, r->ring_len, t, acked);
+}
+
+/* Read one stream's TCP_INFO and feed its detector at time t. */
+static void sample_stream(qp_stream *s, double t)
+{
+    char msg[128];
+    ss_sample ss;
+    ss_rule rule;
+
+    if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
+        return;
+    s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
+    if (s->rule != SS_RULE_NONE)
+        return;
+    ss = (ss_sample){ .t_s = t, .cwnd_bytes = s->ti.cwnd_bytes,
+                      .ssthresh_bytes = s->ti.ssthresh_bytes, .rtt_us = s->ti.rtt_us,
+                      .rttvar_us = s->ti.rttvar_us, .mss_bytes = s->ti.mss_bytes,
+                      .delivery_rate_bps = s->ti.delivery_rate_bps,
+                      .bytes_acked = s->acked, .total_retrans = s->ti.total_retrans };
+    rule = ss_feed(&s->det, &ss);
+    if (rule == SS_RULE_NONE)
+        return;
+    s->rule = rule;
+    s->ss_t = t;
+    s->ss_cwnd_bytes = s->ti.cwnd_bytes;
+}
+
+/* Sum the streams' latest readings into a. */
+static void aggregate(const qp_run *r, out_agg *a)
+{
+    for (int i = 0; i < r->n; i++) {
+        const qp_stream *s = &r->streams[i];
+
+        a->bytes_sent += atomic_load_explicit(&s->written, memory_order_relaxed);
+        a->bytes_acked += s->acked;
+        a->cwnd_bytes += s->ti.cwnd_bytes;
+        a->retransmits += s->ti.total_retrans;
+    }
+}
+
+/* When every stream has left slow-start: record it, print it, open the quick window. */
+static void check_ss_end(qp_run *r, const out_agg *a)
+{
+    int last = 0;
+
+    if (r->out.ss_ended)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        if (r->streams[i].rule == SS_RULE_NONE)
+            return;
+        if (r->streams[i].ss_t >= r->streams[last].ss_t)
+            last = i;
+    }
+    r->out.ss_ended = 1;
+    r->out.ss_t = r->streams[last].ss_t;
+    r->out.ss_rule = r->streams[last].rule;
+    out_ss_end(r);
+    if (r->o->mode == MODE_FULL)
+        return;
+    r->quick_open = 1;
+    r->quick_t0 = a->t;
+    r->quick_acked0 = a->bytes_acked;
+    out_phase("measuring", a->t);
+}
+
+/* Close the quick window at the point (t, acked, sent). */
+static void close_quick(qp_run *r, double t, uint64_t acked, uint64_t sent)
+{
+    double len = t - r->quick_t0;
+
+    r->quick_closed = 1;
+    if (len <= 0)
+        return;
+    r->out.quick_entered = 1;
+    r->out.quick_window_s = len;
+    r->out.quick_bps = (double)(acked - r->quick_acked0) * 8.0 / len;
+    r->out.quick_end_t = t;
+    r->out.quick_bytes_sent = sent;
+}
+
+/* Print the human interval line when one is due. */
+static void maybe_interval(qp_run *r, const out_agg *a)
+{
+    double iv = r->o->interval_s;
+
+    if (iv <= 0 || a->t + 1e-9 < r->next_interval_t)
+        return;
+    out_interval(r, r->interval_t0, a->t, a->bytes_acked - r->interval_acked0,
+                 a->retransmits - r->interval_retr0, a->cwnd_bytes);
+    r->interval_acked0 = a->bytes_acked;
+    r->interval_retr0 = a->retransmits;
+    r->interval_t0 = a->t;
+    while (r->next_interval_t <= a->t + 1e-9)
+        r->next_interval_t += iv;
+}
+
+/* A sender's write failure as an error; 0 if every sender is fine. */
+static int check_senders(const qp_run *r, qp_err *e)
+{
+    for (int i = 0; i < r->n; i++) {
+        int en = atomic_load(&r->streams[i].send_errno);
+
+        if (en) {
+            QP_ERR(e, "io", "writing to data stream %d: %s", r->streams[i].id, strerror(en));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Take one sample at time t: TCP_INFO, detectors, events; 0 or -1 with e set. */
+static int take_sample(qp_run *r, double t, qp_err *e)
+{
+    out_agg a = { .t = t };
+
+    for (int i = 0; i < r->n; i++)
+        sample_stream(&r->streams[i], t);
+    aggregate(r, &a);
+    a.inst_bps = ring_inst_bps(r, t, a.bytes_acked);
+    a.cumu_bps = t > 0 ? (double)a.bytes_acked * 8.0 / t : 0.0;
+    ring_push(r, t, a.bytes_acked);
+    r->last_t = t;
+    r->last_acked = a.bytes_acked;
+    r->last_sent = a.bytes_sent;
+    out_sample(r, &a);
+    check_ss_end(r, &a);
+    if (r->quick_open && !r->quick_closed && t - r->quick_t0 >= r->o->quick_ms / 1000.0 - 1e-9) {
+        close_quick(r, t, a.bytes_acked, a.bytes_sent);
+        if (r->o->mode == MODE_VALIDATE)
+            out_phase("full", t);
+    }
+    maybe_interval(r, &a);
+    return check_senders(r, e);
+}
+
+/* Read what the server said on the control socket mid-test: always an error. */
+static int control_event(qp_run *r, qp_err *e)
+{
+    int st;
+
+    if (iperf3_read_state(&r->rd, r->o->connect_timeout_s, &st, e) < 0) {
+        if (strcmp(e->code, "eof") == 0)
+            QP_ERR(e, "protocol", "the server closed the control connection during the test");
+        return -1;
+    }
+    return iperf3_unexpected(&r->rd, st, ST_TEST_RUNNING, r->o->connect_timeout_s, e);
+}
+
+/* Sleep until deadline, watching the control socket; 0, 1 on a signal, -1 on error. */
+static int wait_tick(qp_run *r, double deadline, qp_err *e)
+{
+    char msg[128];
+    int w;
+
+    if (net_interrupted)
+        return 1;
+    if (r->ctrl < 0) {
+        double left = deadline - net_now();
+
+        if (left > 0 && poll(NULL, 0, (int)(left * 1000.0) + 1) < 0 && net_interrupted)
+            return 1;
+        return 0;
+    }
+    if (net_reader_pending(&r->rd) > 0)
+        return control_event(r, e);
+    w = net_wait_readable(r->ctrl, deadline, msg, sizeof(msg));
+    if (w == NET_ERR_INTR)
+        return 1;
+    if (w < 0) {
+        QP_ERR(e, "io", "%s", msg);
+        return -1;
+    }
+    return w == 1 ? control_event(r, e) : 0;
+}
+
+/* 1 if the mode's end is reached at time t. */
+static int should_end(const qp_run *r, double t)
+{
+    if (t >= r->o->time_s - 1e-9)
+        return 1;
+    return r->o->mode == MODE_QUICK && r->quick_closed;
+}
+
+/* Sample until the mode's end (or a signal); 0 when the test should end normally,
+ * -1 with e set on a server or socket error. */
+int measure_loop(qp_run *r, qp_err *e)
+{
+    double period = r->o->sample_ms / 1000.0;
+    double next = r->t0 + period;
+
+    for (;;) {
+        int w = wait_tick(r, next, e);
+        double now;
+
+        if (w < 0)
+            return -1;
+        if (w > 0) {
+            r->out.interrupted = 1;
+            return 0;
+        }
+        now = net_now();
+        if (now < next)
+            continue;
+        /* A late tick is taken now; missed ticks are skipped, not bunched up. */
+        next += period;
+        if (next < now)
+            next = now + period;
+        if (take_sample(r, now - r->t0, e) < 0)
+            return -1;
+        if (should_end(r, now - r->t0))
+            return 0;
+    }
+}
+
+/* Read the final counters after the drain and fill r->out. */
+void measure_final(qp_run *r)
+{
+    qp_outcome *o = &r->out;
+    uint64_t rtt_sum = 0;
+    char msg[128];
+
+    /* A window still open when -t or a signal ended the run is measured as far as it got. */
+    if (r->quick_open && !r->quick_closed)
+        close_quick(r, r->last_t, r->last_acked, r->last_sent);
+    o->bytes_sent = o->bytes_acked = 0;
+    o->retransmits = 0;
+    o->min_rtt_us = 0;
+    for (int i = 0; i < r->n; i++) {
+        qp_stream *s = &r->streams[i];
+
+        if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) == 0)
+            s->acked = s->ti.bytes_acked > s->preamble_bytes
+                           ? s->ti.bytes_acked - s->preamble_bytes : 0;
+        o->bytes_sent += atomic_load(&s->written);
+        o->bytes_acked += s->acked;
+        o->retransmits += s->ti.total_retrans;
+        rtt_sum += s->ti.rtt_us;
+        if (s->ti.min_rtt_us && (o->min_rtt_us == 0 || s->ti.min_rtt_us < o->min_rtt_us))
+            o->min_rtt_us = s->ti.min_rtt_us;
+    }
+    o->rtt_us = r->n ? (uint32_t)(rtt_sum / (uint64_t)r->n) : 0;
+    /* The MSS grows after the first data on some paths (loopback: 32768 -> 65483). */
+    if (r->n && r->streams[0].ti.mss_bytes)
+        r->mss_bytes = r->streams[0].ti.mss_bytes;
+}

@@ -1,0 +1,46 @@
+/* opts.h: the quickprobe command line (see prober/EVENTS.md). */
+#ifndef QP_OPTS_H
+#define QP_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define QP_VERSION "0.1.0"
+#define QP_MAX_STREAMS 128
+
+typedef enum { MODE_QUICK = 0, MODE_FULL, MODE_VALIDATE } qp_mode;
+
+typedef struct {
+    const char *host;
+    int port;                   /* 0 until parsed: then the protocol default */
+    int time_s;
+    int streams;
+    uint64_t window_bytes;      /* 0 = not asked */
+    const char *congestion;     /* NULL = kernel default */
+    double interval_s;          /* 0 = no interval lines */
+    int iperf2;
+    qp_mode mode;
+    int sample_ms;
+    int quick_ms;
+    double connect_timeout_s;
+    int json;
+    int help;
+    int version;
+} qp_opts;
+
+/* Fill o with the documented defaults. */
+void opts_defaults(qp_opts *o);
+
+/* Parse argv into o; 0 on success, -1 with a message saying what is allowed. */
+int opts_parse(qp_opts *o, int argc, char **argv, char *err, size_t errlen);
+
+/* Parse "64K", "1M", "1048576" (1024-based suffixes K/M/G) into bytes; 0 or -1. */
+int opts_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/* The --help text. */
+const char *opts_usage(void);
+
+/* "quick", "full" or "validate". */
+const char *opts_mode_name(qp_mode m);
+
+#endif

@@ -1,0 +1,371 @@
+/* output.c: JSON Lines events (EVENTS.md) and an iperf-like human report. */
+#include "output.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+static int g_json;
+
+/* Choose JSON Lines (1) or the human report (0). */
+void out_set_json(int json)
+{
+    g_json = json;
+}
+
+/* Print one event as a line and flush it; takes ownership of j. */
+static void emit(json_t *j)
+{
+    if (!j)
+        return;
+    json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
+    fputc('\n', stdout);
+    fflush(stdout);
+    json_decref(j);
+}
+
+/* A byte count, or null when unknown (< 0). */
+static json_t *j_count(int64_t v)
+{
+    return v < 0 ? json_null() : json_integer((json_int_t)v);
+}
+
+/* A real, or null when not known. */
+static json_t *j_real_or_null(int known, double v)
+{
+    return known && isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A string, or null when empty. */
+static json_t *j_str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+/* Bytes as iperf prints them (1024-based). */
+static void fmt_bytes(char *buf, size_t len, double b)
+{
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, len, "%.2f GBytes", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, len, "%.2f MBytes", b / (1024.0 * 1024));
+    else if (b >= 1024.0) snprintf(buf, len, "%.2f KBytes", b / 1024.0);
+    else snprintf(buf, len, "%.0f Bytes", b);
+}
+
+/* Bits per second as iperf prints them (1000-based). */
+static void fmt_rate(char *buf, size_t len, double bps)
+{
+    if (bps >= 1e9) snprintf(buf, len, "%.2f Gbits/sec", bps / 1e9);
+    else if (bps >= 1e6) snprintf(buf, len, "%.2f Mbits/sec", bps / 1e6);
+    else if (bps >= 1e3) snprintf(buf, len, "%.2f Kbits/sec", bps / 1e3);
+    else snprintf(buf, len, "%.0f bits/sec", bps);
+}
+
+/* The window object: requested and given send buffer. */
+static json_t *window_obj(const qp_run *r)
+{
+    return json_pack("{s:o, s:o}",
+                     "requested_bytes", r->o->window_bytes ? json_integer((json_int_t)r->o->window_bytes) : json_null(),
+                     "given_bytes", r->window_given_bytes > 0 ? json_integer(r->window_given_bytes) : json_null());
+}
+
+/* Print the human header and the -w warning. */
+static void human_start(const qp_run *r)
+{
+    char a[32], b[32];
+
+    printf("quickprobe %s: %s server %s (%s) port %d, %d stream%s, %s mode, congestion %s\n",
+           QP_VERSION, r->o->iperf2 ? "iperf 2" : "iperf3", r->o->host, r->addr.text,
+           r->o->port, r->n, r->n == 1 ? "" : "s", opts_mode_name(r->o->mode),
+           r->congestion[0] ? r->congestion : "unknown");
+    if (r->o->window_bytes && (uint64_t)r->window_given_bytes != r->o->window_bytes) {
+        fmt_bytes(a, sizeof(a), (double)r->o->window_bytes);
+        fmt_bytes(b, sizeof(b), (double)r->window_given_bytes);
+        printf("warning: requested send buffer %s, the kernel gave %s\n", a, b);
+    }
+    if (r->o->interval_s > 0)
+        printf("[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n");
+    fflush(stdout);
+}
+
+/* Print the start event (or the human header); r may be partly filled. */
+void out_start(const qp_run *r)
+{
+    const qp_opts *o = r->o;
+    struct utsname u;
+    char host[256] = "";
+    json_t *j;
+
+    if (!g_json) {
+        human_start(r);
+        return;
+    }
+    if (uname(&u) < 0)
+        u.release[0] = '\0';
+    gethostname(host, sizeof(host) - 1);
+    j = json_pack("{s:s, s:s, s:s, s:s}", "event", "start", "version", QP_VERSION,
+                  "protocol", o->iperf2 ? "iperf2" : "iperf3", "mode", opts_mode_name(o->mode));
+    json_object_set_new(j, "target", json_pack("{s:s, s:o, s:i}", "host", o->host,
+                        "address", j_str_or_null(r->addr.text), "port", o->port));
+    json_object_set_new(j, "params", json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:o}",
+                        "time_s", o->time_s, "streams", o->streams, "sample_ms", o->sample_ms,
+                        "quick_ms", o->quick_ms, "interval_s", o->interval_s,
+                        "connect_timeout_s", o->connect_timeout_s, "window_requested_bytes",
+                        o->window_bytes ? json_integer((json_int_t)o->window_bytes) : json_null()));
+    json_object_set_new(j, "kernel", j_str_or_null(u.release));
+    json_object_set_new(j, "congestion", j_str_or_null(r->congestion));
+    json_object_set_new(j, "mss_bytes", r->mss_bytes ? json_integer(r->mss_bytes) : json_null());
+    json_object_set_new(j, "window", window_obj(r));
+    json_object_set_new(j, "hostname", j_str_or_null(host));
+    emit(j);
+}
+
+/* Print a phase change. */
+void out_phase(const char *phase, double t)
+{
+    if (!g_json)
+        return;
+    emit(json_pack("{s:s, s:s, s:f}", "event", "phase", "phase", phase, "t", t));
+}
+
+/* One stream's part of a sample event. */
+static json_t *stream_sample(const qp_stream *s)
+{
+    const qp_tcpinfo *ti = &s->ti;
+    json_t *j = json_pack("{s:i, s:I, s:o, s:I, s:I, s:I, s:I}", "id", s->id,
+                          "cwnd_bytes", (json_int_t)ti->cwnd_bytes, "ssthresh_bytes",
+                          ti->ssthresh_bytes ? json_integer((json_int_t)ti->ssthresh_bytes) : json_null(),
+                          "rtt_us", (json_int_t)ti->rtt_us, "rttvar_us", (json_int_t)ti->rttvar_us,
+                          "min_rtt_us", (json_int_t)ti->min_rtt_us, "mss_bytes", (json_int_t)ti->mss_bytes);
+
+    json_object_set_new(j, "bytes_sent", json_integer((json_int_t)atomic_load_explicit(
+                            &((qp_stream *)s)->written, memory_order_relaxed)));
+    json_object_set_new(j, "bytes_acked", json_integer((json_int_t)s->acked));
+    json_object_set_new(j, "bytes_retrans", json_integer((json_int_t)ti->bytes_retrans));
+    json_object_set_new(j, "total_retrans", json_integer(ti->total_retrans));
+    json_object_set_new(j, "delivery_rate_bps", json_real((double)ti->delivery_rate_bps));
+    json_object_set_new(j, "snd_wnd_bytes", json_integer(ti->snd_wnd_bytes));
+    json_object_set_new(j, "rwnd_limited_us", json_integer((json_int_t)ti->rwnd_limited_us));
+    json_object_set_new(j, "sndbuf_limited_us", json_integer((json_int_t)ti->sndbuf_limited_us));
+    json_object_set_new(j, "ca_state", json_integer(ti->ca_state));
+    json_object_set_new(j, "in_slow_start", json_boolean(s->rule == SS_RULE_NONE));
+    return j;
+}
+
+/* Print one sample (JSON only). */
+void out_sample(const qp_run *r, const out_agg *a)
+{
+    json_t *j, *arr;
+
+    if (!g_json)
+        return;
+    j = json_pack("{s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "event", "sample", "t", a->t,
+                  "inst_bps", a->inst_bps, "cumu_bps", a->cumu_bps,
+                  "bytes_sent", (json_int_t)a->bytes_sent, "bytes_acked", (json_int_t)a->bytes_acked,
+                  "cwnd_bytes", (json_int_t)a->cwnd_bytes, "retransmits", (json_int_t)a->retransmits);
+    arr = json_array();
+    for (int i = 0; i < r->n; i++)
+        json_array_append_new(arr, stream_sample(&r->streams[i]));
+    json_object_set_new(j, "streams", arr);
+    emit(j);
+}
+
+/* Print the end of slow-start. */
+void out_ss_end(const qp_run *r)
+{
+    uint64_t cwnd = 0;
+    json_t *j, *arr;
+    char b[32];
+
+    for (int i = 0; i < r->n; i++)
+        cwnd += r->streams[i].ss_cwnd_bytes;
+    if (!g_json) {
+        fmt_bytes(b, sizeof(b), (double)cwnd);
+        printf("slow-start ended at %.3f s (%s), cwnd %s\n", r->out.ss_t,
+               ss_rule_name(r->out.ss_rule), b);
+        fflush(stdout);
+        return;
+    }
+    arr = json_array();
+    for (int i = 0; i < r->n; i++) {
+        const qp_stream *s = &r->streams[i];
+
+        json_array_append_new(arr, json_pack("{s:i, s:f, s:s, s:I}", "id", s->id, "t", s->ss_t,
+                                             "rule", ss_rule_name(s->rule),
+                                             "cwnd_bytes", (json_int_t)s->ss_cwnd_bytes));
+    }
+    j = json_pack("{s:s, s:f, s:s, s:I, s:o}", "event", "slow_start_end", "t", r->out.ss_t,
+                  "rule", ss_rule_name(r->out.ss_rule), "cwnd_bytes", (json_int_t)cwnd,
+                  "streams", arr);
+    emit(j);
+}
+
+/* Print one human interval line (human report only). */
+void out_interval(const qp_run *r, double t0, double t1, uint64_t bytes, uint32_t retr,
+                  uint64_t cwnd_bytes)
+{
+    char b[32], rate[32], cw[32];
+
+    if (g_json)
+        return;
+    fmt_bytes(b, sizeof(b), (double)bytes);
+    fmt_rate(rate, sizeof(rate), t1 > t0 ? (double)bytes * 8.0 / (t1 - t0) : 0.0);
+    fmt_bytes(cw, sizeof(cw), (double)cwnd_bytes);
+    printf("[%s] %6.2f-%-6.2f sec  %12s  %15s  %4u  %s\n", r->n == 1 ? "  1" : "SUM", t0, t1,
+           b, rate, retr, cw);
+    fflush(stdout);
+}
+
+/* Rate a full run would send at: the quick figure, else the cumulative one. */
+static double full_rate(const qp_run *r, double cumu)
+{
+    return r->o->mode == MODE_QUICK && r->out.quick_entered ? r->out.quick_bps : cumu;
+}
+
+/* The validate object: what quick mode would have said on this connection. */
+static json_t *validate_obj(const qp_run *r, double full_bps)
+{
+    const qp_outcome *o = &r->out;
+
+    if (r->o->mode != MODE_VALIDATE)
+        return json_null();
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:f, s:o}",
+                     "quick_bps", j_real_or_null(o->quick_entered, o->quick_bps),
+                     "slow_start_end_s", j_real_or_null(o->ss_ended, o->ss_t),
+                     "rule", o->ss_ended ? json_string(ss_rule_name(o->ss_rule)) : json_null(),
+                     "quick_elapsed_s", j_real_or_null(o->quick_entered, o->quick_end_t),
+                     "quick_bytes_sent", o->quick_entered ? json_integer((json_int_t)o->quick_bytes_sent) : json_null(),
+                     "full_bps", full_bps,
+                     "error_pct", j_real_or_null(o->quick_entered && full_bps > 0,
+                                                 100.0 * (o->quick_bps - full_bps) / full_bps));
+}
+
+/* The per-stream totals of the result. */
+static json_t *result_streams(const qp_run *r)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; i < r->n; i++) {
+        const qp_stream *s = &r->streams[i];
+
+        json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:o, s:I}", "id", s->id,
+                              "bytes_sent", (json_int_t)atomic_load(&((qp_stream *)s)->written),
+                              "bytes_acked", (json_int_t)s->acked,
+                              "server_bytes", j_count(s->server_bytes),
+                              "retransmits", (json_int_t)s->ti.total_retrans));
+    }
+    return arr;
+}
+
+/* Add the quick-mode savings (null outside quick mode) to j. */
+static void add_savings(json_t *j, const qp_run *r, double est_bytes)
+{
+    const qp_outcome *o = &r->out;
+    int quick = r->o->mode == MODE_QUICK;
+
+    json_object_set_new(j, "full_time_s", json_integer(r->o->time_s));
+    json_object_set_new(j, "full_bytes_estimate", json_integer((json_int_t)llround(est_bytes)));
+    json_object_set_new(j, "time_saved_pct",
+                        j_real_or_null(quick, 100.0 * (1.0 - o->elapsed_s / r->o->time_s)));
+    json_object_set_new(j, "traffic_saved_pct",
+                        j_real_or_null(quick && est_bytes > 0,
+                                       100.0 * (1.0 - (double)o->bytes_sent / est_bytes)));
+}
+
+/* Print the human summary. */
+static void human_result(const qp_run *r, double cumu)
+{
+    const qp_outcome *o = &r->out;
+    char b[32], rate[32];
+
+    fmt_bytes(b, sizeof(b), (double)o->bytes_sent);
+    fmt_rate(rate, sizeof(rate), o->elapsed_s > 0 ? o->bytes_sent * 8.0 / o->elapsed_s : 0);
+    printf("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    printf("[ ID] Interval           Transfer     Bitrate         Retr\n");
+    printf("[%s]   0.00-%-6.2f sec  %12s  %15s  %4u             sender\n",
+           r->n == 1 ? "  1" : "SUM", o->elapsed_s, b, rate, o->retransmits);
+    if (o->server_bytes >= 0) {
+        fmt_bytes(b, sizeof(b), (double)o->server_bytes);
+        fmt_rate(rate, sizeof(rate), o->elapsed_s > 0 ? o->server_bytes * 8.0 / o->elapsed_s : 0);
+        printf("[%s]   0.00-%-6.2f sec  %12s  %15s                  receiver\n",
+               r->n == 1 ? "  1" : "SUM", o->elapsed_s, b, rate);
+    }
+    fmt_rate(rate, sizeof(rate), cumu);
+    printf("cumulative (acked): %s over %.2f s%s\n", rate, o->elapsed_s,
+           o->interrupted ? " (interrupted)" : "");
+    if (o->quick_entered) {
+        fmt_rate(rate, sizeof(rate), o->quick_bps);
+        printf("quick mode: %s over %.2f s after slow-start ended at %.3f s (%s)\n", rate,
+               o->quick_window_s, o->ss_t, ss_rule_name(o->ss_rule));
+    } else if (r->o->mode == MODE_QUICK) {
+        printf("quick mode not entered: slow-start did not end within %d s\n", r->o->time_s);
+    }
+    fflush(stdout);
+}
+
+/* Print the result event (or the human summary). */
+void out_result(const qp_run *r)
+{
+    const qp_outcome *o = &r->out;
+    double cumu = o->elapsed_s > 0 ? (double)o->bytes_acked * 8.0 / o->elapsed_s : 0.0;
+    double full_bps = cumu;
+    int full = r->o->mode != MODE_QUICK;
+    json_t *j;
+
+    if (!g_json) {
+        human_result(r, cumu);
+        return;
+    }
+    j = json_pack("{s:s, s:s, s:b, s:o, s:f, s:o}", "event", "result",
+                  "mode", opts_mode_name(r->o->mode), "quick_mode_entered",
+                  r->o->mode == MODE_QUICK && o->quick_entered,
+                  "quick_bps", j_real_or_null(r->o->mode == MODE_QUICK && o->quick_entered, o->quick_bps),
+                  "cumulative_bps", cumu, "full_bps", j_real_or_null(full, full_bps));
+    json_object_set_new(j, "bytes_sent", json_integer((json_int_t)o->bytes_sent));
+    json_object_set_new(j, "bytes_acked", json_integer((json_int_t)o->bytes_acked));
+    json_object_set_new(j, "server_bytes", j_count(o->server_bytes));
+    json_object_set_new(j, "elapsed_s", json_real(o->elapsed_s));
+    json_object_set_new(j, "slow_start_end_s", j_real_or_null(o->ss_ended, o->ss_t));
+    json_object_set_new(j, "rule", o->ss_ended ? json_string(ss_rule_name(o->ss_rule)) : json_null());
+    json_object_set_new(j, "quick_window_s",
+                        j_real_or_null(r->o->mode == MODE_QUICK && o->quick_entered, o->quick_window_s));
+    json_object_set_new(j, "retransmits", json_integer(o->retransmits));
+    json_object_set_new(j, "rtt_us", json_integer(o->rtt_us));
+    json_object_set_new(j, "min_rtt_us", json_integer(o->min_rtt_us));
+    json_object_set_new(j, "congestion", j_str_or_null(r->congestion));
+    json_object_set_new(j, "mss_bytes", r->mss_bytes ? json_integer(r->mss_bytes) : json_null());
+    json_object_set_new(j, "window", window_obj(r));
+    add_savings(j, r, full_rate(r, cumu) * r->o->time_s / 8.0);
+    json_object_set_new(j, "validate", validate_obj(r, full_bps));
+    json_object_set_new(j, "interrupted", json_boolean(o->interrupted));
+    json_object_set_new(j, "streams", result_streams(r));
+    emit(j);
+}
+
+/* Print an error event (JSON) or message (stderr). */
+void out_error(const qp_err *e)
+{
+    if (!g_json) {
+        fprintf(stderr, "quickprobe: error (%s): %s\n", e->code, e->message);
+        return;
+    }
+    emit(json_pack("{s:s, s:s, s:s, s:o, s:o}", "event", "error", "code", e->code,
+                   "message", e->message,
+                   "iperf_error", e->has_iperf_error ? json_integer(e->iperf_error) : json_null(),
+                   "errno", e->has_iperf_error && e->iperf_errno ? json_integer(e->iperf_errno) : json_null()));
+}
+
+/* Print a usage error: event in JSON mode, else message and a hint on stderr. */
+void out_usage_error(int json, const char *msg)
+{
+    if (!json) {
+        fprintf(stderr, "quickprobe: %s\nTry 'quickprobe --help' for the options and their "
+                "allowed values.\n", msg);
+        return;
+    }
+    g_json = 1;
+    emit(json_pack("{s:s, s:s, s:s, s:n, s:n}", "event", "error", "code", "usage",
+                   "message", msg, "iperf_error", "errno"));
+}

@@ -1,0 +1,284 @@
+/* run.c: a test run from connect to result: connections, senders, drain, results. */
+#include "run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iperf2.h"
+#include "measure.h"
+#include "output.h"
+
+/* Prepare r for options o (no I/O); 0 or -1 with e set. */
+int run_init(qp_run *r, const qp_opts *o, qp_err *e)
+{
+    memset(r, 0, sizeof(*r));
+    r->o = o;
+    r->ctrl = -1;
+    r->n = o->streams;
+    r->streams = calloc((size_t)r->n, sizeof(*r->streams));
+    /* inst_bps looks back 500 ms: keep that much history plus slack. */
+    r->ring_cap = 500 / o->sample_ms + 4;
+    r->ring = calloc((size_t)r->ring_cap, sizeof(*r->ring));
+    if (!r->streams || !r->ring) {
+        QP_ERR(e, "io", "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < r->n; i++) {
+        r->streams[i].fd = -1;
+        r->streams[i].server_bytes = -1;
+        r->streams[i].id = o->iperf2 ? i + 1 : iperf3_stream_id(i);
+    }
+    r->out.server_bytes = -1;
+    return 0;
+}
+
+/* Close every socket and free r. */
+void run_free(qp_run *r)
+{
+    for (int i = 0; r->streams && i < r->n; i++)
+        if (r->streams[i].fd >= 0)
+            close(r->streams[i].fd);
+    if (r->ctrl >= 0)
+        close(r->ctrl);
+    free(r->streams);
+    free(r->ring);
+    r->streams = NULL;
+    r->ring = NULL;
+    r->ctrl = -1;
+}
+
+/* Fill e with the congestion error listing the kernel's algorithms. */
+static void cc_error(const char *cc, qp_err *e)
+{
+    char avail[256];
+
+    if (tcpinfo_available_cc(avail, sizeof(avail)) < 0)
+        snprintf(avail, sizeof(avail), "unknown");
+    QP_ERR(e, "congestion", "congestion control '%.32s' is not available in this kernel; "
+           "available: %s", cc, avail);
+}
+
+/* Map a net_connect failure for a data stream onto e. */
+static void connect_error(const qp_run *r, int rc, const char *msg, qp_err *e)
+{
+    if (rc == NET_ERR_CC)
+        cc_error(r->o->congestion, e);
+    else
+        QP_ERR(e, rc == NET_ERR_REFUSED ? "connect_refused" :
+                  rc == NET_ERR_TIMEOUT ? "connect_timeout" :
+                  rc == NET_ERR_INTR ? "interrupted" : "io", "data stream: %s", msg);
+}
+
+/* Read what the kernel gave the first data socket: cc, MSS, send buffer. */
+static void read_socket_facts(qp_run *r, int fd)
+{
+    qp_tcpinfo ti;
+    char msg[128];
+    int sb = 0;
+    socklen_t sl = sizeof(sb);
+
+    if (tcpinfo_congestion(fd, r->congestion, sizeof(r->congestion)) < 0)
+        r->congestion[0] = '\0';
+    if (tcpinfo_read(fd, &ti, msg, sizeof(msg)) == 0)
+        r->mss_bytes = ti.mss_bytes;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, &sl) == 0)
+        r->window_given_bytes = sb;
+}
+
+/* Connect the data streams, each sending its preamble; 0 or -1 with e set. */
+static int connect_streams(qp_run *r, qp_err *e)
+{
+    static const unsigned char zeros[4] = { 0, 0, 0, 0 };
+    const qp_opts *o = r->o;
+    struct timeval tv = { 0, 50000 };
+    char msg[256];
+
+    for (int i = 0; i < r->n; i++) {
+        qp_stream *s = &r->streams[i];
+        const void *pre = o->iperf2 ? (const void *)zeros : (const void *)r->cookie;
+        size_t prelen = o->iperf2 ? sizeof(zeros) : IPERF3_COOKIE_LEN;
+        int rc;
+
+        s->fd = net_connect(&r->addr, o->connect_timeout_s, (int)o->window_bytes,
+                            o->congestion, msg, sizeof(msg));
+        if (s->fd < 0) {
+            connect_error(r, s->fd, msg, e);
+            return -1;
+        }
+        rc = net_write_all(s->fd, pre, prelen, net_now() + o->connect_timeout_s,
+                           msg, sizeof(msg));
+        if (rc != NET_OK) {
+            QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" :
+                      rc == NET_ERR_TIMEOUT ? "timeout" : "io", "data stream: %s", msg);
+            return -1;
+        }
+        /* The kernel counts the SYN as one byte acked. */
+        s->preamble_bytes = prelen + 1;
+        /* Senders block in send(); the timeout lets them notice the stop flag. */
+        setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (i == 0)
+            read_socket_facts(r, s->fd);
+    }
+    return 0;
+}
+
+/* Resolve, open the control connection (iperf3) and the data streams; 0 or -1. */
+static int setup(qp_run *r, qp_err *e)
+{
+    const qp_opts *o = r->o;
+    char msg[256];
+
+    if (o->congestion && !tcpinfo_cc_available(o->congestion)) {
+        cc_error(o->congestion, e);
+        return -1;
+    }
+    if (net_resolve(o->host, o->port, &r->addr, msg, sizeof(msg)) != NET_OK) {
+        QP_ERR(e, "dns", "%s", msg);
+        return -1;
+    }
+    if (!o->iperf2) {
+        iperf3_make_cookie(r->cookie);
+        r->ctrl = iperf3_open(&r->addr, o, r->cookie, &r->rd, e);
+        if (r->ctrl < 0)
+            return -1;
+    }
+    if (connect_streams(r, e) < 0)
+        return -1;
+    out_start(r);
+    r->start_printed = 1;
+    if (!o->iperf2 && iperf3_wait_running(&r->rd, o->connect_timeout_s, e) < 0)
+        return -1;
+    return 0;
+}
+
+/* Wait (bounded) until every stream's written data is acked, so the server's
+ * byte count agrees with ours. */
+static void drain(qp_run *r)
+{
+    uint32_t rtt_us = 0;
+    double limit, deadline;
+    char msg[128];
+
+    for (int i = 0; i < r->n; i++)
+        if (r->streams[i].ti.rtt_us > rtt_us)
+            rtt_us = r->streams[i].ti.rtt_us;
+    limit = fmax(0.2, 4.0 * rtt_us / 1e6);
+    deadline = net_now() + limit;
+    while (net_now() < deadline) {
+        int clear = 1;
+
+        for (int i = 0; i < r->n; i++) {
+            qp_tcpinfo ti;
+
+            if (tcpinfo_read(r->streams[i].fd, &ti, msg, sizeof(msg)) == 0 &&
+                (ti.notsent_bytes || ti.unacked_segments))
+                clear = 0;
+        }
+        if (clear)
+            break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+}
+
+/* CPU use of this process since the start, as user / system percent of wall time. */
+static void cpu_pct(const qp_run *r, double elapsed, double *user, double *sys)
+{
+    struct rusage ru;
+
+    *user = *sys = 0;
+    if (elapsed <= 0 || getrusage(RUSAGE_SELF, &ru) < 0)
+        return;
+    *user = 100.0 * ((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 - r->cpu_user0)
+            / elapsed;
+    *sys = 100.0 * ((double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6 - r->cpu_sys0)
+           / elapsed;
+}
+
+/* Exchange results with the iperf3 server and record its byte counts; 0 or -1. */
+static int finish_iperf3(qp_run *r, qp_err *e)
+{
+    iperf3_own_stream own[QP_MAX_STREAMS];
+    iperf3_results *srv = calloc(1, sizeof(*srv));
+    double user, sys;
+    char *json = NULL;
+    int rc = -1;
+
+    if (!srv) {
+        QP_ERR(e, "io", "out of memory");
+        return -1;
+    }
+    cpu_pct(r, r->out.elapsed_s, &user, &sys);
+    for (int i = 0; i < r->n; i++) {
+        own[i].id = r->streams[i].id;
+        own[i].bytes = atomic_load(&r->streams[i].written);
+        own[i].retransmits = r->streams[i].ti.total_retrans;
+        own[i].end_time_s = r->out.elapsed_s;
+    }
+    json = iperf3_results_json(own, r->n, user, sys, r->congestion);
+    if (!json) {
+        QP_ERR(e, "io", "out of memory");
+        goto fail;
+    }
+    if (iperf3_finish(r->ctrl, &r->rd, json, r->o->connect_timeout_s, srv, e) < 0)
+        goto fail;
+    r->out.server_bytes = (int64_t)srv->total_bytes;
+    for (int i = 0; i < srv->nstreams; i++)
+        for (int k = 0; k < r->n; k++)
+            if (r->streams[k].id == srv->streams[i].id)
+                r->streams[k].server_bytes = (int64_t)srv->streams[i].bytes;
+    rc = 0;
+fail:
+    free(json);
+    free(srv);
+    return rc;
+}
+
+/* Stop the senders, drain, take the final counters and end the protocol; 0 or -1. */
+static int finish(qp_run *r, qp_err *e)
+{
+    char msg[256];
+
+    out_phase("finishing", net_now() - r->t0);
+    measure_stop_senders(r);
+    drain(r);
+    r->out.elapsed_s = net_now() - r->t0;
+    measure_final(r);
+    if (!r->o->iperf2)
+        return finish_iperf3(r, e);
+    iperf2_finish(r, r->o->connect_timeout_s, msg, sizeof(msg));
+    return 0;
+}
+
+/* Connect and run the whole test, printing events; 0 or -1 with e set. */
+int run_test(qp_run *r, qp_err *e)
+{
+    struct rusage ru;
+    int rc;
+
+    if (setup(r, e) < 0)
+        return -1;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        r->cpu_user0 = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+        r->cpu_sys0 = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    }
+    if (measure_start_senders(r, e) < 0)
+        return -1;
+    rc = measure_loop(r, e);
+    if (rc < 0) {
+        measure_stop_senders(r);
+        return -1;
+    }
+    if (r->out.interrupted && r->out.bytes_sent == 0 && measure_written(r) == 0) {
+        measure_stop_senders(r);
+        QP_ERR(e, "interrupted", "interrupted before any data was sent");
+        return -1;
+    }
+    return finish(r, e);
+}

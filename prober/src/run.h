@@ -1,0 +1,96 @@
+/* run.h: one test run: sender threads, the sampler, quick/full/validate logic. */
+#ifndef QP_RUN_H
+#define QP_RUN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "iperf3.h"
+#include "net.h"
+#include "opts.h"
+#include "qperr.h"
+#include "slowstart.h"
+#include "tcpinfo.h"
+
+/* One data connection. */
+typedef struct {
+    int fd;
+    int id;                         /* iperf3 stream id, or 1..N for iperf 2 */
+    uint64_t preamble_bytes;        /* cookie / flags sent before the data */
+    _Atomic uint64_t written;       /* data bytes handed to the kernel */
+    atomic_int send_errno;          /* set by the sender when a write fails */
+    pthread_t thread;
+    int thread_started;
+    qp_tcpinfo ti;                  /* latest sample */
+    uint64_t acked;                 /* data bytes acked at the latest sample */
+    ss_detector det;
+    ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
+    double ss_t;
+    uint64_t ss_cwnd_bytes;
+    int64_t server_bytes;           /* -1 = unknown */
+} qp_stream;
+
+/* A point of the aggregate acked-bytes history. */
+typedef struct {
+    double t;
+    uint64_t acked;
+} qp_point;
+
+/* What the run found, everything the result event needs. */
+typedef struct {
+    int interrupted;
+    double elapsed_s;
+    uint64_t bytes_sent, bytes_acked;
+    int64_t server_bytes;           /* -1 = unknown */
+    int ss_ended;
+    double ss_t;
+    ss_rule ss_rule;
+    int quick_entered;              /* the quick window has a measured length */
+    double quick_bps, quick_window_s;
+    double quick_end_t;             /* when the quick window closed */
+    uint64_t quick_bytes_sent;      /* bytes written when it closed */
+    uint32_t retransmits;
+    uint32_t rtt_us, min_rtt_us;
+} qp_outcome;
+
+/* The whole run. */
+typedef struct {
+    const qp_opts *o;
+    net_addr addr;
+    char cookie[IPERF3_COOKIE_LEN];
+    int ctrl;                       /* iperf3 control socket, -1 for iperf 2 */
+    net_reader rd;
+    int n;
+    qp_stream *streams;
+    char congestion[32];
+    uint32_t mss_bytes;
+    int window_given_bytes;
+    double t0;                      /* monotonic time of the first data byte */
+    int started;                    /* data phase reached */
+    int start_printed;
+    double cpu_user0, cpu_sys0;     /* rusage at the first data byte */
+    double last_t;                  /* the latest sample */
+    uint64_t last_acked, last_sent;
+    atomic_int stop;
+    qp_point *ring;                 /* last 500 ms of aggregate acked bytes */
+    int ring_cap, ring_len, ring_head;
+    double quick_t0;
+    uint64_t quick_acked0;
+    int quick_open, quick_closed;
+    double next_interval_t, interval_t0;
+    uint64_t interval_acked0;
+    uint32_t interval_retr0;
+    qp_outcome out;
+} qp_run;
+
+/* Prepare r for options o (no I/O); 0 or -1 with e set. */
+int run_init(qp_run *r, const qp_opts *o, qp_err *e);
+
+/* Connect and run the whole test, printing events; 0 or -1 with e set. */
+int run_test(qp_run *r, qp_err *e);
+
+/* Close every socket and free r. */
+void run_free(qp_run *r);
+
+#endif
