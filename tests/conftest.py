@@ -1,6 +1,20 @@
+import os
+
 import pytest
 
 from tests import factories
+
+# Engineers and CI runs share one Redis: progress keys hold database ids, which repeat across
+# test databases, so each test session gets its own cache namespace.
+CACHE_KEY_PREFIX = f"test-{os.getpid()}"
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_namespace(settings):
+    caches = {name: dict(config) for name, config in settings.CACHES.items()}
+    for config in caches.values():
+        config["KEY_PREFIX"] = CACHE_KEY_PREFIX
+    settings.CACHES = caches
 
 
 @pytest.fixture
