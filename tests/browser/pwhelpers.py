@@ -30,7 +30,8 @@ class PageWatch:
         page.add_init_script(CSP_LISTENER)
 
     def _on_console(self, msg):
-        if msg.type == "error":
+        # Chromium asks for /favicon.ico on its own and logs the 404; not the page's doing.
+        if msg.type == "error" and not msg.location.get("url", "").endswith("/favicon.ico"):
             self.console_errors.append(f"{msg.text} ({msg.location.get('url')})")
 
     def _on_request_failed(self, request):
@@ -42,7 +43,7 @@ class PageWatch:
 
     def _on_response(self, response):
         # 286 is htmx's "stop polling"; anything 4xx/5xx on a page we drive is a bug.
-        if response.status >= 400:
+        if response.status >= 400 and not response.url.endswith("/favicon.ico"):
             self.bad_responses.append(f"{response.status} {response.request.method} {response.url}")
 
     def problems(self):
@@ -94,3 +95,48 @@ def canvas_colours(page, selector):
              return seen.size;
            }""",
     )
+
+
+def chart_summary(page, canvas_id):
+    """What Chart.js holds for the chart on this canvas: per dataset its label, number of
+    points and colour, plus how many canvas pixels are close to each dataset's colour."""
+    return page.evaluate(
+        """(id) => {
+             const el = document.getElementById(id);
+             const chart = el && window.Chart && Chart.getChart(el);
+             if (!chart) return null;
+             const probe = document.createElement('canvas').getContext('2d');
+             const rgb = (css) => {
+               probe.fillStyle = '#000'; probe.fillStyle = css;
+               const h = probe.fillStyle;  // normalised to #rrggbb or rgba(...)
+               if (h[0] === '#') return [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
+               return h.match(/[\\d.]+/g).slice(0, 3).map(Number);
+             };
+             const px = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
+             return chart.data.datasets.map((ds) => {
+               const [r, g, b] = rgb(ds.borderColor || ds.backgroundColor);
+               let near = 0;
+               for (let i = 0; i < px.length; i += 4)
+                 if (px[i + 3] > 128 && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g)
+                     + Math.abs(px[i + 2] - b) < 60) near++;
+               return {label: ds.label, points: ds.data.length, colour: [r, g, b], pixels: near};
+             });
+           }""",
+        canvas_id,
+    )
+
+
+def wait_for_chart(page, canvas_id, timeout=15_000):
+    """Waits until Chart.js has drawn something on the canvas; returns chart_summary()."""
+    page.wait_for_function(
+        """(id) => {
+             const el = document.getElementById(id);
+             if (!el || !window.Chart || !Chart.getChart(el) || !el.width) return false;
+             const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
+             for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
+             return false;
+           }""",
+        arg=canvas_id,
+        timeout=timeout,
+    )
+    return chart_summary(page, canvas_id)
