@@ -309,10 +309,11 @@ static void usage(FILE *f)
             "                 [--rate BPS] [--delay-us US] [--queue BYTES] [--loss P]\n"
             "                 [--fwd-rate|--rev-rate BPS] [--fwd-delay-us|--rev-delay-us US]\n"
             "                 [--fwd-queue|--rev-queue BYTES] [--fwd-loss|--rev-loss P]\n"
-            "                 [--seed N]\n"
+            "                 [--seed N] [--rt-prio 0-99]\n"
             "  fwd = near -> far, rev = far -> near; the unprefixed options set both.\n"
             "  rate in bit/s (0 = unlimited), delay one-way in microseconds,\n"
             "  queue in bytes (drop-tail), loss a probability in [0, 1).\n"
+            "  --rt-prio N runs the loop SCHED_FIFO at priority N (0 = normal scheduling).\n"
             "  SIGUSR1 prints counters as JSON on stdout; so does exit (SIGTERM/SIGINT).\n");
 }
 
@@ -348,6 +349,7 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
 
 typedef struct {
     const char *near_ns, *far_ns, *near_dev, *far_dev;
+    int rt_prio;
     dir_conf fwd, rev;
 } options;
 
@@ -366,6 +368,7 @@ static void parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--near-dev") && v) o->near_dev = v;
         else if (!strcmp(a, "--far-dev") && v) o->far_dev = v;
         else if (!strcmp(a, "--seed")) rng_state = (uint64_t)num_arg(a, v, 1, 1e18);
+        else if (!strcmp(a, "--rt-prio")) o->rt_prio = (int)num_arg(a, v, 0, 99);
         else if (!strncmp(a, "--fwd-", 6) && !set_dir(&o->fwd, a, a + 6, v)) continue;
         else if (!strncmp(a, "--rev-", 6) && !set_dir(&o->rev, a, a + 6, v)) continue;
         else if (!strncmp(a, "--", 2) && !set_dir(&o->fwd, a, a + 2, v))
@@ -477,6 +480,15 @@ static int run(direction *fwd, direction *rev, int sfd)
     }
 }
 
+/* Ask for real-time scheduling so a busy box delays packets less; say so if refused. */
+static void set_rt(int prio)
+{
+    struct sched_param sp = {.sched_priority = prio};
+    if (prio > 0 && sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+        fprintf(stderr, "delayline: SCHED_FIFO %d refused (%s): timing will be noisier\n", prio,
+                strerror(errno));
+}
+
 /* Create both TUNs in their namespaces, then forward until told to stop. */
 int main(int argc, char **argv)
 {
@@ -486,6 +498,7 @@ int main(int argc, char **argv)
     /* The lab's parent (labctl) may die by SIGKILL: die with it, and say why. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     prctl(PR_SET_TIMERSLACK, 1UL);
+    set_rt(o.rt_prio);
     int sfd = setup_signals();
     int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (sfd < 0 || home < 0) {

@@ -1,0 +1,55 @@
+"""Fixtures for the path lab tests: the lab module, the built delay line, skip reasons."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "prober" / "lab"))
+
+import labctl  # noqa: E402
+
+QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_delayline():
+    # `make test` builds the prober, not the lab; build the delay line here so a fresh
+    # clone does not skip the lab tests for want of a binary (make is a no-op when fresh).
+    r = subprocess.run(["make", "-s", "-C", str(ROOT / "prober" / "lab")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"building the delay line failed:\n{r.stdout}{r.stderr}")
+    return labctl.DELAYLINE
+
+
+@pytest.fixture
+def lab_ready(built_delayline):
+    """Skip (with the reason) where the lab cannot run: no root, no /dev/net/tun, no netns."""
+    reason = labctl.lab_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def make_lab(lab_ready, tmp_path):
+    """Bring up labs for one test; every one is torn down even when the test fails."""
+    labs = []
+
+    def make(**spec):
+        path = labctl.PathSpec(**spec)
+        lab = labctl.Lab(path, log_dir=tmp_path)
+        labs.append(lab)
+        return lab.__enter__()
+
+    yield make
+    for lab in labs:
+        lab.close()
+
+
+@pytest.fixture
+def quickprobe(lab_ready):
+    if not QUICKPROBE.exists():
+        pytest.skip(f"{QUICKPROBE} is not built: run `make prober`")
+    return QUICKPROBE
