@@ -47,7 +47,29 @@ def measure_new(request):
         if site is not None:
             initial["site"] = site.slug
         form = MeasurementForm(initial=initial)
-    return render(request, "measure/new.html", {"form": form})
+    return render(request, "measure/new.html", {"form": _dress_for_page(form)})
+
+
+# The shared form speaks to API clients (slugs, field names); on the page the labels use
+# iperf's option letters, which is how network engineers know these knobs.
+_PAGE_LABELS = {
+    "site": ("Site", "Only registered, enabled sites can be tested."),
+    "vantage": ("Vantage", "The prober host the test runs from."),
+    "mode": ("Mode", None),
+    "duration_s": ("Duration (-t)", None),
+    "streams": ("Streams (-P)", None),
+    "window": ("Window (-w)", None),
+    "congestion": ("Congestion control (-C)", None),
+}
+
+
+def _dress_for_page(form):
+    for name, (label, help_text) in _PAGE_LABELS.items():
+        if name in form.fields:
+            form.fields[name].label = label
+            if help_text:
+                form.fields[name].help_text = help_text
+    return form
 
 
 def _get_measurement(slug):

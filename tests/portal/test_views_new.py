@@ -25,6 +25,8 @@ def test_new_form_logged_in_shows_fields_with_ranges(request, who, site, vantage
     assert '<div class="help" id="help-streams">Parallel TCP streams, 1-16 (default 1).</div>' in html
     assert '<div class="help" id="help-duration_s">1-60 s (default 10)' in html
     assert "(4K-16M)" in html
+    assert '<label for="id_duration_s">Duration (-t)</label>' in html
+    assert '<label for="id_window">Window (-w)</label>' in html
 
 
 def test_new_form_preselects_site_from_query(client, user, site, vantage):
