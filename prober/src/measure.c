@@ -396,3 +396,15 @@ void measure_final(qp_run *r)
     if (r->n && r->streams[0].ti.mss_bytes)
         r->mss_bytes = r->streams[0].ti.mss_bytes;
 }
+
+/* Print the human report's last, partial interval. */
+void measure_last_interval(qp_run *r)
+{
+    out_agg a = { .t = r->out.elapsed_s };
+
+    if (r->o->interval_s <= 0 || a.t - r->interval_t0 < 0.01)
+        return;
+    aggregate(r, &a);
+    r->next_interval_t = a.t;
+    maybe_interval(r, &a);
+}

@@ -20,6 +20,9 @@ int measure_loop(qp_run *r, qp_err *e);
 /* Read the final counters after the drain and fill r->out. */
 void measure_final(qp_run *r);
 
+/* Print the human report's last, partial interval. */
+void measure_last_interval(qp_run *r);
+
 /* Data bytes written so far over all streams. */
 uint64_t measure_written(const qp_run *r);
 

@@ -135,12 +135,13 @@ static int setup(qp_run *r, qp_err *e)
     const qp_opts *o = r->o;
     char msg[256];
 
-    if (o->congestion && !tcpinfo_cc_available(o->congestion)) {
-        cc_error(o->congestion, e);
-        return -1;
-    }
     if (net_resolve(o->host, o->port, &r->addr, msg, sizeof(msg)) != NET_OK) {
         QP_ERR(e, "dns", "%s", msg);
+        return -1;
+    }
+    /* Refuse before connecting: a silent fallback would measure another algorithm. */
+    if (o->congestion && !tcpinfo_cc_available(o->congestion)) {
+        cc_error(o->congestion, e);
         return -1;
     }
     if (!o->iperf2) {
@@ -250,6 +251,7 @@ static int finish(qp_run *r, qp_err *e)
     drain(r);
     r->out.elapsed_s = net_now() - r->t0;
     measure_final(r);
+    measure_last_interval(r);
     if (!r->o->iperf2)
         return finish_iperf3(r, e);
     iperf2_finish(r, r->o->connect_timeout_s, msg, sizeof(msg));
