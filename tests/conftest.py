@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from tests import factories
+from tests import factories, servers
 
 # Engineers and CI runs share one Redis: progress keys hold database ids, which repeat across
 # test databases, so each test session gets its own cache namespace.
@@ -79,3 +79,26 @@ def api_client(client, api_token):
     """A Django test client that sends a valid bearer token for `user`."""
     client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
     return client
+
+
+@pytest.fixture
+def iperf3_port():
+    """A stock `iperf3 -s` on a free loopback port."""
+    with servers.iperf_server("iperf3") as port:
+        yield port
+
+
+@pytest.fixture
+def iperf2_port():
+    """A stock `iperf -s` (iperf 2) on a free loopback port."""
+    with servers.iperf_server("iperf2") as port:
+        yield port
+
+
+@pytest.fixture
+def quickprobe_bin(settings):
+    import os
+
+    if not os.access(settings.QUICKPROBE_BIN, os.X_OK):
+        pytest.fail(f"{settings.QUICKPROBE_BIN} is missing: build the prober first (`make prober`; `make test` does)")
+    return settings.QUICKPROBE_BIN

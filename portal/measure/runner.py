@@ -249,7 +249,7 @@ def run_prober(measurement, sink):
         while open_streams and problem is None:
             now = time.monotonic()
             if now - started > limit_s:
-                problem = ("overran", f"prober overran: still running {now - started:.0f} s after it started "
+                problem = ("overran", f"prober overran: still running {limit_s:g} s after it started "
                                       f"(limit: duration {measurement.duration_s} s + margin "
                                       f"{settings.PROBER_MARGIN_S:g} s); it was killed.")
                 break
