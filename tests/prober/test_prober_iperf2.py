@@ -1,0 +1,38 @@
+"""quickprobe --iperf2 against a real `iperf -s`: its byte count must match the server's own
+report exactly. The server leaves out the 4 flag bytes each connection starts with, and so
+does the prober's bytes_sent (like the stock iperf 2 client, whose figure equals the
+server's): both count the payload only."""
+import pytest
+
+from tests.prober import qp
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_iperf2_bytes_match_server_report(iperf2_server, streams):
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-P", streams,
+                    "--mode", "full", "-t", 1)
+    assert run.rc == 0, run
+    res = run.last
+    assert res["event"] == "result", run
+    assert run.one("start")["protocol"] == "iperf2"
+    assert res["server_bytes"] is None
+    assert all(s["server_bytes"] is None for s in res["streams"])
+    assert [s["id"] for s in res["streams"]] == list(range(1, streams + 1))
+    per_conn = qp.iperf2_server_bytes(iperf2_server.stop())
+    assert len(per_conn) == streams, per_conn
+    assert sorted(per_conn) == sorted(s["bytes_sent"] for s in res["streams"])
+    assert sum(per_conn) == res["bytes_sent"]
+
+
+def test_iperf2_quick_mode_ends_early(iperf2_server):
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10)
+    assert run.rc == 0, run
+    res = run.last
+    assert res["event"] == "result", run
+    assert res["quick_mode_entered"] is True
+    assert res["rule"] in qp.RULES
+    assert res["elapsed_s"] < 3, res
+    per_conn = qp.iperf2_server_bytes(iperf2_server.stop())
+    assert per_conn == [res["bytes_sent"]]

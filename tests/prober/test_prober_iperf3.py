@@ -1,0 +1,221 @@
+"""quickprobe against a real `iperf3 -s`: byte accounting, windows, congestion control,
+quick / full / validate modes, SIGINT, and the JSON Lines contract."""
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.prober import qp
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def target(srv):
+    return ["-c", "127.0.0.1", "-p", srv.port]
+
+
+def result_of(run):
+    assert run.rc == 0, run
+    res = run.last
+    assert res["event"] == "result", run
+    return res
+
+
+@pytest.mark.parametrize("streams", [1, 4, 8])
+def test_bytes_sent_matches_server_received_with_streams(iperf3_server, streams):
+    run = qp.run_qp(*target(iperf3_server), "-P", streams, "-t", 5)
+    res = result_of(run)
+    assert [s["id"] for s in res["streams"]] == [1] + list(range(3, streams + 2))
+    assert res["server_bytes"] > 0
+    assert abs(res["bytes_sent"] - res["server_bytes"]) <= 0.01 * res["bytes_sent"], res
+    for s in res["streams"]:
+        assert abs(s["bytes_sent"] - s["server_bytes"]) <= 0.01 * s["bytes_sent"], s
+    assert sum(s["bytes_sent"] for s in res["streams"]) == res["bytes_sent"]
+    assert sum(s["server_bytes"] for s in res["streams"]) == res["server_bytes"]
+    assert res["bytes_acked"] <= res["bytes_sent"]
+    # The server's own report (its -J output), not just what the prober relays from it.
+    reports = [r for r in qp.iperf3_server_reports(iperf3_server.stop())
+               if "sum_received" in r.get("end", {})]
+    assert len(reports) == 1, reports
+    assert reports[0]["end"]["sum_received"]["bytes"] == res["server_bytes"]
+
+
+@pytest.mark.parametrize("asked,arg", [(64 * 1024, "64K"), (8 * 1024 * 1024, "8M")])
+def test_window_given_is_twice_the_capped_request(iperf3_server, asked, arg):
+    # Linux stores 2 x min(request, net.core.wmem_max) for SO_SNDBUF.
+    given = 2 * min(asked, qp.wmem_max())
+    run = qp.run_qp(*target(iperf3_server), "-w", arg, "-t", 3)
+    res = result_of(run)
+    start = run.one("start")
+    assert start["params"]["window_requested_bytes"] == asked
+    assert start["window"] == {"requested_bytes": asked, "given_bytes": given}
+    assert res["window"] == {"requested_bytes": asked, "given_bytes": given}
+
+
+def test_window_human_report_warns_when_given_differs(iperf3_server):
+    run = qp.run_qp(*target(iperf3_server), "-w", "64K", "-t", 3, json_out=False)
+    assert run.rc == 0, run
+    warn = [ln for ln in run.stdout.splitlines() if re.search(r"warning", ln, re.I)]
+    assert warn, f"no iperf-like window warning in the human report:\n{run.stdout}"
+    assert any(re.search(r"requested", ln, re.I) and "64" in ln for ln in warn), warn
+
+
+def test_window_human_report_silent_without_request(iperf3_server):
+    run = qp.run_qp(*target(iperf3_server), "-t", 3, json_out=False)
+    assert run.rc == 0, run
+    assert not re.search(r"warning", run.stdout, re.I), run.stdout
+
+
+@pytest.mark.parametrize("algo", qp.available_cc())
+def test_congestion_reported_and_quick_mode_entered_for_each_algo(iperf3_server, algo):
+    run = qp.run_qp(*target(iperf3_server), "-C", algo, "-t", 5)
+    res = result_of(run)
+    assert run.one("start")["congestion"] == algo
+    assert res["congestion"] == algo
+    # The detector must leave slow-start on loopback for every cc the kernel offers.
+    assert res["quick_mode_entered"] is True, res
+    assert res["rule"] in qp.RULES
+
+
+def test_congestion_unavailable_is_refused_listing_allowed():
+    # EVENTS.md's error table has a code of its own for this (`congestion`, exit 1); its
+    # option table calls it a `usage` error: the specific code is the one the portal reads.
+    available = qp.available_cc()
+    name = next(n for n in ("vegas", "westwood", "nosuchcc") if n not in available)
+    # A closed port: the check must come before any connection attempt.
+    run = qp.run_qp("-c", "127.0.0.1", "-p", qp.free_port(), "-C", name)
+    assert run.rc == 1, run
+    err = run.last
+    assert err["event"] == "error" and err["code"] == "congestion", run
+    assert name in err["message"]
+    for algo in available:
+        assert algo in err["message"], err["message"]
+    # not a usage error, so the run still opens with its `start` event
+    assert [e["event"] for e in run.events] == ["start", "error"], run
+
+
+def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
+    run = qp.run_qp(*target(iperf3_server), "-t", 10)
+    res = result_of(run)
+    sse = run.one("slow_start_end")
+    assert res["mode"] == "quick"
+    assert res["quick_mode_entered"] is True
+    assert res["elapsed_s"] < 3, res
+    assert sse["rule"] in qp.RULES
+    assert res["rule"] == sse["rule"]
+    assert res["slow_start_end_s"] == sse["t"]
+    assert 0.95 <= res["quick_window_s"] <= 1.3, res
+    assert res["elapsed_s"] >= res["slow_start_end_s"] + 0.95
+    assert res["full_bps"] is None and res["validate"] is None
+    assert res["interrupted"] is False
+    assert res["full_time_s"] == 10
+    assert res["full_bytes_estimate"] == pytest.approx(res["quick_bps"] * 10 / 8, rel=1e-3)
+    assert res["time_saved_pct"] == pytest.approx(100 * (1 - res["elapsed_s"] / 10), abs=0.06)
+    assert res["traffic_saved_pct"] == pytest.approx(
+        100 * (1 - res["bytes_sent"] / res["full_bytes_estimate"]), abs=0.06)
+    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"],
+                                                  rel=2e-3)
+    phases = [e["phase"] for e in run.of("phase")]
+    assert [p for p in phases if p in ("slow_start", "measuring", "finishing")] == \
+        ["slow_start", "measuring", "finishing"], phases
+
+
+def test_full_mode_runs_the_requested_time(iperf3_server):
+    run = qp.run_qp(*target(iperf3_server), "--mode", "full", "-t", 2)
+    res = result_of(run)
+    assert res["mode"] == "full"
+    assert 2.0 <= res["elapsed_s"] <= 3.0, res
+    assert res["full_bps"] == res["cumulative_bps"]
+    assert res["quick_bps"] is None
+    assert res["time_saved_pct"] is None and res["traffic_saved_pct"] is None
+    assert res["validate"] is None
+    assert res["full_time_s"] == 2
+    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"],
+                                                  rel=2e-3)
+
+
+def test_validate_mode_reports_quick_and_full_figures(iperf3_server):
+    run = qp.run_qp(*target(iperf3_server), "--mode", "validate", "-t", 3)
+    res = result_of(run)
+    v = res["validate"]
+    assert res["mode"] == "validate"
+    assert 3.0 <= res["elapsed_s"] <= 4.0, res
+    assert set(v) >= {"quick_bps", "slow_start_end_s", "rule", "quick_elapsed_s",
+                      "quick_bytes_sent", "full_bps", "error_pct"}, v
+    assert v["full_bps"] == res["full_bps"] == res["cumulative_bps"]
+    assert v["rule"] in qp.RULES
+    assert 0 < v["slow_start_end_s"] < v["quick_elapsed_s"] < res["elapsed_s"]
+    assert 0 < v["quick_bytes_sent"] < res["bytes_sent"]
+    assert v["error_pct"] == pytest.approx(
+        100 * (v["quick_bps"] - v["full_bps"]) / v["full_bps"], abs=0.06)
+
+
+def _read_until_sample(p, min_t, deadline_s):
+    """Lines read from a running prober until a sample at t >= min_t."""
+    lines, end = [], time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        line = p.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if '"event":"sample"' in line.replace(" ", ""):
+            if qp.parse_lines(line)[0]["t"] >= min_t:
+                return lines
+    raise AssertionError(f"no sample at t >= {min_t}: {''.join(lines)[-2000:]}")
+
+
+def test_sigint_during_full_run_prints_interrupted_result(iperf3_server):
+    argv = qp.quickprobe_argv(*target(iperf3_server), "--mode", "full", "-t", 20)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        head = _read_until_sample(p, 0.5, 10)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    events = qp.parse_lines("".join(head) + out)
+    assert p.returncode == 0, err
+    res = events[-1]
+    assert res["event"] == "result", events[-3:]
+    assert res["interrupted"] is True
+    assert 0.5 <= res["elapsed_s"] < 5
+    assert res["bytes_sent"] > 0
+    # TEST_END still went out: the server's figure came back and agrees.
+    assert abs(res["bytes_sent"] - res["server_bytes"]) <= 0.01 * res["bytes_sent"], res
+
+
+def test_json_lines_follow_the_events_contract(iperf3_server):
+    sample_ms = 50
+    run = qp.run_qp(*target(iperf3_server), "-P", 2, "--mode", "validate", "-t", 2,
+                    "--sample-ms", sample_ms)
+    result_of(run)
+    contract = qp.events_contract()
+    assert {"start", "phase", "sample", "slow_start_end", "result", "error"} <= set(contract)
+    ev = run.events
+    assert ev[0]["event"] == "start" and ev[-1]["event"] == "result"
+    assert len(run.of("start")) == 1 and len(run.of("result")) == 1
+    for e in ev:
+        assert e["event"] in contract, e
+        assert qp.missing_fields(contract[e["event"]], e) == [], e
+    assert "interrupted" in ev[-1]
+    for e in run.of("phase"):
+        assert e["phase"] in {"connecting", "slow_start", "measuring", "full", "finishing"}, e
+    ts = [e["t"] for e in ev if "t" in e]
+    assert ts == sorted(ts), "t must be non-decreasing"
+    samples = run.of("sample")
+    gaps = sorted(b["t"] - a["t"] for a, b in zip(samples, samples[1:]))
+    median = gaps[len(gaps) // 2]
+    assert 0.8 * sample_ms / 1000 <= median <= 1.5 * sample_ms / 1000, gaps
+    assert len(samples) >= 0.7 * ev[-1]["elapsed_s"] / (sample_ms / 1000), len(samples)
+    for s in samples:
+        assert [x["id"] for x in s["streams"]] == [1, 3]
+        assert s["bytes_sent"] == sum(x["bytes_sent"] for x in s["streams"])
+        assert s["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in s["streams"])
+    sse = run.one("slow_start_end")
+    assert [x["id"] for x in sse["streams"]] == [1, 3]
+    assert sse["t"] == max(x["t"] for x in sse["streams"])
