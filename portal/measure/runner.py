@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from . import progress
 from .forms import format_window
-from .models import Measurement, MeasurementTrace
+from .models import Measurement, MeasurementTrace, Vantage
 from .results import result_fields
 from .trace import TraceBuilder
 
@@ -323,6 +323,7 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
                        {"site_busy_attempts": site_busy_attempts + 1, "server_busy_attempts": server_busy_attempts})
 
     measurement = Measurement.objects.select_related("site", "vantage").get(pk=measurement_id)
+    Vantage.objects.filter(pk=measurement.vantage_id).update(last_seen=timezone.now())
     sink = EventSink(measurement_id)
     sink.flush_progress(force=True)
     try:

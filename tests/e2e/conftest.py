@@ -1,0 +1,62 @@
+"""A real Celery worker process (prefork, 2 children) on a queue of its own, against Redis and
+pytest-django's test database, running the real prober against a real iperf3 server."""
+import os
+import secrets
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests import servers
+from tests.conftest import CACHE_KEY_PREFIX
+
+
+def _database_url():
+    from django.db import connection
+
+    db = connection.settings_dict
+    user = f"{db['USER']}@" if db["USER"] else ""
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{user}{db['HOST'] or '127.0.0.1'}{port}/{db['NAME']}"
+
+
+class Worker:
+    def __init__(self, proc, name, log):
+        self.proc, self.name, self.log = proc, name, log
+
+    def kill(self):
+        """SIGKILL the worker and its pool children at once: a crashed host, no cleanup."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def celery_worker(transactional_db, quickprobe_bin, settings):
+    """Yields a Worker whose vantage (named worker.name) is registered and consuming."""
+    from django.conf import settings as django_settings
+
+    from portal.measure.models import Vantage
+
+    if not django_settings.REDIS_URL:
+        pytest.fail("the e2e tests need REDIS_URL (make test sets it)")
+    name = f"e2e-{secrets.token_hex(4)}"
+    env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=CACHE_KEY_PREFIX,
+               HEARTBEAT_INTERVAL_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2", PYTHONUNBUFFERED="1")
+    servers.ARTIFACTS.mkdir(exist_ok=True)
+    log = servers.ARTIFACTS / f"celery-{name}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
+             "--concurrency", "2", "-P", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-l", "INFO", "-n", f"{name}@%h"],
+            cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    try:
+        servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
+        yield Worker(proc, name, log)
+    finally:
+        servers.stop(proc)
+        import redis
+
+        redis.Redis.from_url(django_settings.REDIS_URL).delete(f"vantage.{name}")
