@@ -142,7 +142,11 @@ DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
 else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "portal.sqlite3"}}
+    # The web server and the worker write concurrently: WAL and IMMEDIATE transactions make
+    # SQLite wait for the lock instead of failing with "database is locked".
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "portal.sqlite3",
+                             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE",
+                                         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -164,6 +168,8 @@ else:
         "processed_folder": str(VAR_DIR / "broker" / "processed"),
         "store_processed": False,
     }
+    # The filesystem transport has no broadcast, which remote control needs.
+    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

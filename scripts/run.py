@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""`make run`: the whole product on one machine.
+
+Migrates the database, starts a local `iperf3 -s` (port 5201 if free) registered as the demo
+site, registers this host as the vantage, prints a demo login and an API token, then runs a
+Celery worker (with the reaper's beat) and gunicorn on http://127.0.0.1:$PORT (default 8000).
+Ctrl-C stops everything it started. Without DATABASE_URL / REDIS_URL it needs no server:
+SQLite and a file-system broker under var/.
+"""
+import ctypes
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+PR_SET_PDEATHSIG = 1
+
+
+def say(message):
+    print(f"[run] {message}", flush=True)
+
+
+def port_free(port, host="127.0.0.1"):
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port):
+    want = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as f:
+        return any(line.split()[1] == want and line.split()[3] == "0A" for line in list(f)[1:])
+
+
+def _die_with_us():
+    # If this script is killed outright, what it started goes too.
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+class Processes:
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, cmd, **kwargs):
+        say(f"starting {name}: {' '.join(cmd)}")
+        # Own session: Ctrl-C reaches only this script, which then stops each child in order.
+        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_us, **kwargs)
+        self.procs.append((name, proc))
+        return proc
+
+    def exited(self):
+        return [(name, proc.returncode) for name, proc in self.procs if proc.poll() is not None]
+
+    def stop_all(self):
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                say(f"stopping {name}")
+                try:
+                    # The leader only: celery and gunicorn stop their own children in order.
+                    os.kill(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+        for name, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                say(f"{name} did not stop within 15 s; killing it")
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            # The worker's prober runs in a session of its own; make sure none survived.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def setup_django():
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+    for option in ("data_folder_in", "data_folder_out", "processed_folder"):
+        folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(option)
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def prepare(settings, iperf_port):
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from portal.measure.models import ApiToken, Site
+    from portal.measure.vantages import register_vantage
+
+    call_command("migrate", interactive=False, verbosity=0)
+    site, _ = Site.objects.update_or_create(
+        slug="local-iperf3",
+        defaults={"name": "Local iperf3", "host": "127.0.0.1", "port": iperf_port, "protocol": "iperf3",
+                  "location": "this machine (loopback)", "enabled": True,
+                  "notes": "The iperf3 -s that make run starts; loopback, so expect tens of Gbit/s."})
+    vantage = register_vantage(settings.VANTAGE_NAME, "this machine")
+    user, _ = get_user_model().objects.get_or_create(username="demo")
+    password = os.environ.get("DEMO_PASSWORD") or secrets.token_urlsafe(9)
+    user.set_password(password)
+    user.save()
+    token = ApiToken.issue(user)
+    return site, vantage, password, token
+
+
+def main():
+    if not Path(os.environ.get("QUICKPROBE_BIN", REPO / "prober" / "build" / "quickprobe")).exists():
+        sys.exit("the prober is not built: run `make prober` (make run does it for you)")
+    settings = setup_django()
+    web_port = int(os.environ.get("PORT", "8000"))
+    if not port_free(web_port):
+        sys.exit(f"port {web_port} is in use: set PORT to another one")
+    iperf_port = 5201 if port_free(5201) else free_port()
+
+    procs = Processes()
+    stopping = []
+
+    def on_signal(signum, frame):
+        stopping.append(signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        procs.start("iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)],
+                    stdout=subprocess.DEVNULL)
+        site, vantage, password, token = prepare(settings, iperf_port)
+        py = sys.executable
+        procs.start("celery worker", [py, "-m", "celery", "-A", "workers.celery", "worker", "-B",
+                                      "-s", str(settings.VAR_DIR / "celerybeat-schedule"),
+                                      "-Q", f"{vantage.queue_name},celery", "--concurrency", "2",
+                                      "--without-gossip", "--without-mingle", "-l", "INFO",
+                                      "-n", f"{vantage.name}@%h"])
+        procs.start("web server", [py, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{web_port}",
+                                   "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+        deadline = time.monotonic() + 30
+        while not listening(web_port) and time.monotonic() < deadline and not procs.exited() and not stopping:
+            time.sleep(0.1)
+        db = settings.DATABASES["default"]
+        say("")
+        say(f"portal:   http://127.0.0.1:{web_port}/")
+        say(f"login:    demo / {password}   (a new password each start; set DEMO_PASSWORD to fix it)")
+        say(f"API:      export TOKEN={token}")
+        say(f"          curl -H \"Authorization: Bearer $TOKEN\" -d site={site.slug} http://127.0.0.1:{web_port}/api/v1/measurements")
+        say(f"site:     {site.slug} -> iperf3 -s on 127.0.0.1:{iperf_port}; vantage {vantage.name}")
+        say(f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db['NAME']}; broker: {settings.CELERY_BROKER_URL.split('@')[-1]}")
+        say("Ctrl-C stops everything.")
+        while not stopping:
+            dead = procs.exited()
+            if dead:
+                say(f"{dead[0][0]} exited with status {dead[0][1]}; stopping the rest")
+                return 1
+            time.sleep(0.5)
+        return 0
+    finally:
+        procs.stop_all()
+        say("stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
