@@ -3,7 +3,8 @@
  * Each test builds a series the way the kernel would report it for one kind of path
  * and asserts the exact rule and the exact sample (index and time) on which it fires.
  * Units: MSS 1000 bytes unless a test says otherwise, so cwnd figures read as segments. */
-#include "../src/slowstart.h"
+#include "check.h"
+#include "slowstart.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,35 +12,6 @@
 
 #define MAXS 512
 #define MSS 1000u
-
-static int g_pass, g_fail;
-
-/* Count one check; print the failing expression and where. */
-#define CHECK(cond) check_one((cond), #cond, __FILE__, __LINE__)
-#define CHECK_EQ_L(a, b) check_eq_long((long)(a), (long)(b), #a, __LINE__)
-#define CHECK_NEAR(a, b) check_one(fabs((a) - (b)) < 1e-9, #a " == " #b, __FILE__, __LINE__)
-
-/* Record one assertion result. */
-static void check_one(int ok, const char *what, const char *file, int line)
-{
-    if (ok) {
-        g_pass++;
-        return;
-    }
-    g_fail++;
-    fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
-}
-
-/* Record an equality of two integers, printing both on failure. */
-static void check_eq_long(long a, long b, const char *what, int line)
-{
-    if (a == b) {
-        g_pass++;
-        return;
-    }
-    g_fail++;
-    fprintf(stderr, "FAIL line %d: %s: got %ld, want %ld\n", line, what, a, b);
-}
 
 /* A series of samples for one stream. */
 typedef struct {
@@ -81,8 +53,8 @@ static long run(const series *z, ss_algo algo, ss_cc cc, ss_rule *rule, double *
             CHECK(r == ss_end_rule(&d));
         }
     }
-    CHECK_EQ_L(ss_end_sample_index(&d), fired_at);
-    CHECK_EQ_L(ss_done(&d), fired_at >= 0);
+    CHECK_EQ(ss_end_sample_index(&d), fired_at);
+    CHECK_EQ(ss_done(&d), fired_at >= 0);
     *rule = ss_end_rule(&d);
     *t = ss_end_t_s(&d);
     return fired_at;
@@ -95,11 +67,11 @@ static void expect_fire(const series *z, ss_algo algo, ss_cc cc, ss_rule want, l
     ss_rule r;
     double t;
     long at = run(z, algo, cc, &r, &t);
-    check_eq_long(at, idx, "fired at sample", line);
-    check_one(r == want, ss_rule_name(want), __FILE__, line);
+    check_eq_ll(at, idx, __FILE__, line, "fired at sample");
+    check_record(r == want, __FILE__, line, ss_rule_name(want));
     if (r != want)
         fprintf(stderr, "     got rule %s\n", ss_rule_name(r));
-    check_one(fabs(t - t_want) < 1e-9, "fired at time", __FILE__, line);
+    check_near(t, t_want, 1e-9, __FILE__, line, "fired at time");
 }
 
 /* Assert that a series never fires under algo / cc. */
@@ -108,8 +80,8 @@ static void expect_never(const series *z, ss_algo algo, ss_cc cc, int line)
     ss_rule r;
     double t;
     long at = run(z, algo, cc, &r, &t);
-    check_eq_long(at, -1, "fired at sample (want never)", line);
-    check_one(r == SS_RULE_NONE, "rule none", __FILE__, line);
+    check_eq_ll(at, -1, __FILE__, line, "fired at sample (want never)");
+    check_record(r == SS_RULE_NONE, __FILE__, line, "rule none");
 }
 
 /* Reno: x4 per 20 ms poll (RTT 10 ms), loss at 640 -> 320 with ssthresh 320, then +1/RTT. */
@@ -300,19 +272,19 @@ static void test_verdict_is_final(void)
     for (int i = 2; i < 10; i++)
         CHECK(ss_feed(&d, &z.s[i]) == SS_RULE_NONE);
     CHECK(ss_end_rule(&d) == SS_RULE_PAPER_CWND_STABLE);
-    CHECK_NEAR(ss_end_t_s(&d), 0.04);
-    CHECK_EQ_L(ss_end_cwnd_bytes(&d), 10 * MSS);
-    CHECK_EQ_L(ss_end_sample_index(&d), 1);
+    CHECK_NEAR(ss_end_t_s(&d), 0.04, 1e-12);
+    CHECK_EQ(ss_end_cwnd_bytes(&d), 10 * MSS);
+    CHECK_EQ(ss_end_sample_index(&d), 1);
 }
 
 /* Names match the JSON contract; cc names map to families. */
 static void test_names(void)
 {
-    CHECK(strcmp(ss_rule_name(SS_RULE_NONE), "none") == 0);
-    CHECK(strcmp(ss_rule_name(SS_RULE_PAPER_CWND_STABLE), "paper_cwnd_stable") == 0);
-    CHECK(strcmp(ss_rule_name(SS_RULE_PAPER_SMALL_CWND), "paper_small_cwnd") == 0);
-    CHECK(strcmp(ss_rule_name(SS_RULE_SSTHRESH_SET), "ssthresh_set") == 0);
-    CHECK(strcmp(ss_rule_name(SS_RULE_BBR_PLATEAU), "bbr_plateau") == 0);
+    CHECK_STR(ss_rule_name(SS_RULE_NONE), "none");
+    CHECK_STR(ss_rule_name(SS_RULE_PAPER_CWND_STABLE), "paper_cwnd_stable");
+    CHECK_STR(ss_rule_name(SS_RULE_PAPER_SMALL_CWND), "paper_small_cwnd");
+    CHECK_STR(ss_rule_name(SS_RULE_SSTHRESH_SET), "ssthresh_set");
+    CHECK_STR(ss_rule_name(SS_RULE_BBR_PLATEAU), "bbr_plateau");
     CHECK(ss_cc_from_name("reno") == SS_CC_RENO);
     CHECK(ss_cc_from_name("cubic") == SS_CC_CUBIC);
     CHECK(ss_cc_from_name("bbr") == SS_CC_BBR);
@@ -335,6 +307,5 @@ int main(void)
     test_zero_cwnd_no_decision();
     test_verdict_is_final();
     test_names();
-    printf("test_slowstart: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_done();
 }
