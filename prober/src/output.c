@@ -83,7 +83,7 @@ static void human_start(const qp_run *r)
     if (r->o->window_bytes && (uint64_t)r->window_given_bytes != r->o->window_bytes) {
         fmt_bytes(a, sizeof(a), (double)r->o->window_bytes);
         fmt_bytes(b, sizeof(b), (double)r->window_given_bytes);
-        printf("warning: requested send buffer %s, the kernel gave %s\n", a, b);
+        printf("TCP send buffer: %s (WARNING: requested %s)\n", b, a);
     }
     if (r->o->interval_s > 0)
         printf("[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n");

@@ -264,8 +264,11 @@ int run_test(qp_run *r, qp_err *e)
     struct rusage ru;
     int rc;
 
-    if (setup(r, e) < 0)
+    if (setup(r, e) < 0) {
+        if (e->code && strcmp(e->code, "interrupted") == 0)
+            QP_ERR(e, "interrupted", "interrupted by a signal before any data was sent");
         return -1;
+    }
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         r->cpu_user0 = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
         r->cpu_sys0 = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
