@@ -26,7 +26,7 @@ def request_measurement(form_data, user):
     if not form.is_valid():
         from django.core.exceptions import ValidationError
 
-        raise ValidationError(form.errors.get_json_data())
+        raise ValidationError(form.errors.as_data())
     # Opportunistic: a user asking for a test is a good moment to clear abandoned rows.
     reaper.reap()
     measurement = Measurement(requested_by=user if user is not None and user.is_authenticated else None,
