@@ -6,18 +6,14 @@ and Content-Security-Policy violations; `watch.assert_clean()` fails with the fu
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 from django.conf import settings
 from pwhelpers import ARTIFACTS, PageWatch
 
-REPO = Path(__file__).resolve().parents[2]
+from tests import servers
 
 # Playwright's sync API runs an event loop in this thread; Django then refuses ORM calls from
 # it as "async-unsafe" although they are ordinary blocking calls made between page actions.
@@ -80,64 +76,8 @@ def watched_page(request, chromium):
 
 # --- real services the flow needs -------------------------------------------------------------
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port):
-    """True once something listens on 127.0.0.1:port. Read from /proc rather than by
-    connecting: iperf3 takes any connection as a client and logs an error for it."""
-    want = f"0100007F:{port:04X}"
-    with open("/proc/net/tcp") as f:
-        return any(line.split()[1] == want and line.split()[3] == "0A" for line in list(f)[1:])
-
-
-def _wait_until(predicate, timeout, what, proc=None, log=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    tail = log.read_text()[-3000:] if log is not None and log.exists() else ""
-    status = f"exited with {proc.returncode}" if proc is not None and proc.poll() is not None else "still running"
-    pytest.fail(f"{what} not ready within {timeout} s ({status}); log tail:\n{tail}")
-
-
-def _stop(proc, timeout=10):
-    """Ends a process we started and everything in its session (the worker's prober)."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout)
-        except ProcessLookupError:
-            pass
-
-
 @pytest.fixture
-def iperf3_port():
-    """A stock `iperf3 -s` on a free loopback port; yields the port."""
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"iperf3-{port}.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)], stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_until(lambda: _listening(port), 10, f"iperf3 -s on port {port}", proc, log)
-        yield port
-    finally:
-        _stop(proc)
-
-
-@pytest.fixture
-def celery_worker(live_server):
+def celery_worker(live_server, quickprobe_bin):
     """A real Celery worker process on this test run's own vantage queue, using the test
     database (live_server commits, so the worker sees the rows). Yields the Vantage it
     registered."""
@@ -145,16 +85,15 @@ def celery_worker(live_server):
 
     from portal.measure.models import Vantage
 
-    prober = Path(settings.QUICKPROBE_BIN)
-    if not os.access(prober, os.X_OK):
-        pytest.fail(f"{prober} is missing: build the prober first (`make prober`; `make test` does)")
     db = connection.settings_dict
     user = f"{db['USER']}@" if db["USER"] else ""
     port = f":{db['PORT']}" if db["PORT"] else ""
     # A queue of our own: another test run sharing this Redis must not take our tasks.
     name = f"browser-{secrets.token_hex(4)}"
+    # The worker writes progress into the cache namespace this test session reads.
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
     env = dict(os.environ, DATABASE_URL=f"postgres://{user}{db['HOST'] or '127.0.0.1'}{port}/{db['NAME']}",
-               VANTAGE_NAME=name, PYTHONUNBUFFERED="1")
+               VANTAGE_NAME=name, CACHE_KEY_PREFIX=prefix, PYTHONUNBUFFERED="1")
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"celery-{name}.log"
     with open(log, "w") as out:
@@ -162,11 +101,16 @@ def celery_worker(live_server):
             [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
              "-P", "solo", "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
              "-l", "INFO", "-n", f"{name}@%h"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     try:
         # The worker registers its vantage when it is ready to consume.
-        _wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
+        servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
         yield Vantage.objects.get(name=name)
     finally:
-        _stop(proc)
+        servers.stop(proc)
+        import redis
+
+        # The queue's list would otherwise stay in the shared Redis.
+        redis.Redis.from_url(settings.REDIS_URL).delete(f"vantage.{name}")

@@ -140,3 +140,31 @@ def wait_for_chart(page, canvas_id, timeout=15_000):
         timeout=timeout,
     )
     return chart_summary(page, canvas_id)
+
+
+def log_in(page, base_url, next_path, username, password):
+    """Opens next_path anonymously, which must bounce to the login page, logs in there and
+    lands back on next_path."""
+    page.goto(f"{base_url}{next_path}")
+    assert page.url.startswith(f"{base_url}/accounts/login/"), page.url
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{base_url}{next_path}")
+
+
+def request_test(page, vantage, mode, duration_s, streams=1, window=""):
+    """Fills the request form (already open) and submits it; returns the new permalink slug."""
+    import re
+
+    page.select_option("#id_vantage", vantage)
+    page.select_option("#id_mode", mode)
+    page.fill("#id_duration_s", str(duration_s))
+    page.fill("#id_streams", str(streams))
+    page.fill("#id_window", window)
+    page.get_by_role("button", name="Start test").click()
+    page.wait_for_url(re.compile(r"/m/[A-Za-z0-9_-]{12}/$"))
+    return page.url.rstrip("/").rsplit("/", 1)[1]
+
+
+FINISHED = "() => ['done', 'failed'].includes(document.getElementById('status').textContent.trim())"

@@ -6,25 +6,16 @@ import io
 import re
 
 import pytest
-from pwhelpers import chart_summary, wait_for_chart
+from pwhelpers import FINISHED, chart_summary, log_in, wait_for_chart
 
 from portal.measure.csvexport import MEASUREMENT_CSV_COLUMNS
 from portal.measure.models import Measurement
+from portal.measure.templatetags.units import format_bps
 from tests import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 PASSWORD = "browser-flow-pw-1"
-
-
-def _log_in(page, base_url, next_path, username):
-    page.goto(f"{base_url}{next_path}")
-    # An anonymous visitor is sent to the login page, which brings them back afterwards.
-    assert page.url.startswith(f"{base_url}/accounts/login/"), page.url
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base_url}{next_path}")
 
 
 def _drawn(summary, canvas_id, expect_points=None):
@@ -50,7 +41,7 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     watched_page.screenshot("sites-overview-empty")
 
     # The request form needs a login and comes back to the form with the site preselected.
-    _log_in(page, base, f"/measure/new?site={site.slug}", "alice")
+    log_in(page, base, f"/measure/new?site={site.slug}", "alice", PASSWORD)
     assert page.input_value("#id_site") == "loopback"
     page.select_option("#id_vantage", celery_worker.name)
     page.select_option("#id_mode", "quick")
@@ -77,9 +68,7 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
             "() => !document.getElementById('phase') || document.getElementById('phase').textContent !== 'queued'",
             timeout=30_000)
         watched_page.screenshot("live-progress")
-    page.wait_for_function(
-        "() => ['done', 'failed'].includes(document.getElementById('status').textContent.trim())",
-        timeout=60_000)
+    page.wait_for_function(FINISHED, timeout=60_000)
     m.refresh_from_db()
     assert m.status == "done", (m.status, m.failure_code, m.failure_reason)
     assert m.quick_mode_entered is True and m.quick_bps > 0
@@ -88,7 +77,8 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
         assert set(polls[:-1]) <= {200}, polls
 
     # Permalink: the headline is the stored figure and every trace chart is drawn with every sample.
-    assert page.locator("#headline").inner_text().strip() != ""
+    headline = page.locator("#headline").inner_text().strip()
+    assert headline == format_bps(m.quick_bps)
     samples = m.trace.sample_count
     assert samples > 10
     for canvas in ("chart-bw", "chart-cwnd", "chart-rtt"):
@@ -123,9 +113,11 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     assert float(row["quick_bps"]) == m.quick_bps
     assert float(row["headline_bps"]) == m.quick_bps
 
-    # Back to the overview: it now shows the result.
+    # Back to the overview: its "last quick" column links to the result, with the same figure.
     page.goto(f"{base}/")
-    assert page.locator("#sites").get_by_role("link", name=re.compile(r"bit/s")).count() >= 1
+    last_quick = page.locator(f'#sites a[href="/m/{slug}/"]')
+    assert last_quick.count() == 1
+    assert last_quick.inner_text().strip() == headline
     watched_page.screenshot("sites-overview")
 
     watched_page.assert_clean()

@@ -1,0 +1,80 @@
+"""Live progress in the browser: the phase bar and the live chart follow a running test, and a
+failed test shows its failure, all driven by a real worker, prober and iperf3."""
+import time
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from pwhelpers import FINISHED, chart_summary, log_in, request_test
+
+from portal.measure.models import Measurement
+from tests import factories, servers
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+PASSWORD = "browser-progress-pw-1"
+
+LIVE_STATE = """() => {
+  const phase = document.getElementById('phase');
+  const el = document.getElementById('chart-live');
+  const chart = el && window.Chart && Chart.getChart(el);
+  return {phase: phase ? phase.textContent : null,
+          points: chart ? chart.data.datasets.map((d) => d.data.length) : null};
+}"""
+
+
+def test_progress_live_chart_fills_during_full_run(watched_page, live_server, iperf3_port, celery_worker):
+    page = watched_page.page
+    base = live_server.url
+    factories.make_site(name="Loopback iperf3", slug="loopback", host="127.0.0.1", port=iperf3_port)
+    factories.make_user("carol", password=PASSWORD)
+    log_in(page, base, "/measure/new?site=loopback", "carol", PASSWORD)
+    # A 3 s full run: six polls at 500 ms while data flows, so the chart must have grown.
+    slug = request_test(page, celery_worker.name, "full", 3)
+
+    phases, most_points, drawn = [], [0, 0, 0], None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if page.evaluate(FINISHED):
+                break
+            state = page.evaluate(LIVE_STATE)
+            if state["phase"] and (not phases or phases[-1] != state["phase"]):
+                phases.append(state["phase"])
+            if state["points"] and sum(state["points"]) > sum(most_points):
+                drawn = chart_summary(page, "chart-live")
+                most_points = state["points"]
+                watched_page.screenshot("live-progress-full")
+        except PlaywrightError as exc:
+            # The finished test reloads the page (HX-Refresh) under our feet.
+            if "context was destroyed" not in str(exc):
+                raise
+        page.wait_for_timeout(100)
+    page.wait_for_function(FINISHED, timeout=10_000)
+
+    m = Measurement.objects.get(slug=slug)
+    assert m.status == "done", (m.status, m.failure_code, m.failure_reason)
+    assert "full" in phases, f"phases seen: {phases}"
+    # Every live dataset (InstBW, CumuBW, cwnd) got points and was drawn in its colour.
+    assert min(most_points) > 0, f"the live chart never got samples (phases {phases})"
+    assert drawn and all(ds["pixels"] > 20 for ds in drawn), drawn
+    watched_page.assert_clean()
+
+
+def test_progress_refused_target_shows_failure(watched_page, live_server, celery_worker):
+    page = watched_page.page
+    base = live_server.url
+    # A free port nobody listens on: the prober's connect is refused.
+    factories.make_site(name="Nothing here", slug="refused", host="127.0.0.1", port=servers.free_port())
+    factories.make_user("dave", password=PASSWORD)
+    log_in(page, base, "/measure/new?site=refused", "dave", PASSWORD)
+    slug = request_test(page, celery_worker.name, "quick", 5)
+    page.wait_for_function(FINISHED, timeout=60_000)
+
+    m = Measurement.objects.get(slug=slug)
+    assert (m.status, m.failure_code) == ("failed", "connect_refused")
+    assert page.inner_text("#status").strip() == "failed"
+    failure = page.inner_text("#failure")
+    assert "connect_refused" in failure and m.failure_reason in failure
+    assert page.locator("#chart-cwnd").count() == 0 and page.locator("#headline").count() == 0
+    watched_page.screenshot("permalink-failed")
+    watched_page.assert_clean()
