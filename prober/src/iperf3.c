@@ -376,6 +376,7 @@ int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_rea
                   fd == NET_ERR_INTR ? "interrupted" : "io", "%s", msg);
         return -1;
     }
+    net_set_nodelay(fd);
     net_reader_init(r, fd);
     rc = net_write_all(fd, cookie, IPERF3_COOKIE_LEN, net_now() + to, msg, sizeof(msg));
     if (rc != NET_OK) {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-volatile int net_interrupted = 0;
+volatile sig_atomic_t net_interrupted = 0;
 
 /* Monotonic clock in seconds. */
 double net_now(void)
@@ -36,12 +36,13 @@ static int ms_left(double deadline)
     return (int)(left * 1000.0) + 1;
 }
 
-/* Resolve host:port (IPv4, IPv6, names) to its first address; NET_OK or NET_ERR_DNS. */
-int net_resolve(const char *host, int port, net_addr *out, char *err, size_t errlen)
+/* Resolve host:port (IPv4, IPv6, names) into up to max addresses in the resolver's
+ * order; returns how many (>= 1) or NET_ERR_DNS. */
+int net_resolve(const char *host, int port, net_addr *out, int max, char *err, size_t errlen)
 {
     struct addrinfo hints, *res = NULL;
     char portstr[16];
-    int rc;
+    int rc, n = 0;
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -53,13 +54,30 @@ int net_resolve(const char *host, int port, net_addr *out, char *err, size_t err
                  rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return NET_ERR_DNS;
     }
-    memcpy(&out->addr, res->ai_addr, res->ai_addrlen);
-    out->addrlen = res->ai_addrlen;
-    if (getnameinfo(res->ai_addr, res->ai_addrlen, out->text, sizeof(out->text), NULL, 0,
-                    NI_NUMERICHOST) != 0)
-        snprintf(out->text, sizeof(out->text), "%s", host);
+    for (struct addrinfo *ai = res; ai && n < max; ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof(out[n].addr))
+            continue;
+        memcpy(&out[n].addr, ai->ai_addr, ai->ai_addrlen);
+        out[n].addrlen = ai->ai_addrlen;
+        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, out[n].text, sizeof(out[n].text), NULL,
+                        0, NI_NUMERICHOST) != 0)
+            snprintf(out[n].text, sizeof(out[n].text), "%s", host);
+        n++;
+    }
     freeaddrinfo(res);
-    return NET_OK;
+    if (n == 0) {
+        snprintf(err, errlen, "cannot resolve '%s': no usable address", host);
+        return NET_ERR_DNS;
+    }
+    return n;
+}
+
+/* Turn off Nagle on fd: single state bytes must not wait. */
+void net_set_nodelay(int fd)
+{
+    int one = 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* Wait for a non-blocking connect on fd to finish; NET_OK or NET_ERR_*. */
@@ -106,8 +124,6 @@ static int wait_connected(int fd, const net_addr *a, double deadline, char *err,
 /* Set socket options that must precede connect; NET_OK or NET_ERR_IO. */
 static int pre_connect_opts(int fd, int sndbuf, const char *cc, char *err, size_t errlen)
 {
-    int one = 1;
-
     if (sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0) {
         snprintf(err, errlen, "setsockopt SO_SNDBUF %d: %s", sndbuf, strerror(errno));
         return NET_ERR_IO;
@@ -116,8 +132,6 @@ static int pre_connect_opts(int fd, int sndbuf, const char *cc, char *err, size_
         snprintf(err, errlen, "setsockopt TCP_CONGESTION '%s': %s", cc, strerror(errno));
         return NET_ERR_CC;
     }
-    /* The control connection carries single state bytes: do not let Nagle hold them. */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return NET_OK;
 }
 

@@ -2,6 +2,7 @@
 #ifndef QP_NET_H
 #define QP_NET_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -26,13 +27,17 @@ typedef struct {
 } net_addr;
 
 /* Set by the signal handler; blocking waits give up with NET_ERR_INTR when it is set. */
-extern volatile int net_interrupted;
+extern volatile sig_atomic_t net_interrupted;
 
 /* Monotonic clock in seconds. */
 double net_now(void);
 
-/* Resolve host:port (IPv4, IPv6, names) to its first address; NET_OK or NET_ERR_DNS. */
-int net_resolve(const char *host, int port, net_addr *out, char *err, size_t errlen);
+/* Resolve host:port (IPv4, IPv6, names) into up to max addresses in the resolver's
+ * order; returns how many (>= 1) or NET_ERR_DNS. */
+int net_resolve(const char *host, int port, net_addr *out, int max, char *err, size_t errlen);
+
+/* Turn off Nagle on fd: single state bytes must not wait. */
+void net_set_nodelay(int fd);
 
 /* Connect a blocking TCP socket to a, giving up after timeout_s; sndbuf > 0 sets
  * SO_SNDBUF before connect, cc != NULL sets TCP_CONGESTION. Returns fd or NET_ERR_*. */

@@ -92,66 +92,87 @@ static void read_socket_facts(qp_run *r, int fd)
         r->window_given_bytes = sb;
 }
 
-/* Connect the data streams, each sending its preamble; 0 or -1 with e set. */
-static int connect_streams(qp_run *r, qp_err *e)
+/* Connect data stream i and send its preamble (cookie or iperf 2 flags); 0 or -1. */
+static int connect_stream(qp_run *r, int i, qp_err *e)
 {
     static const unsigned char zeros[4] = { 0, 0, 0, 0 };
     const qp_opts *o = r->o;
+    qp_stream *s = &r->streams[i];
+    const void *pre = o->iperf2 ? (const void *)zeros : (const void *)r->cookie;
+    size_t prelen = o->iperf2 ? sizeof(zeros) : IPERF3_COOKIE_LEN;
     struct timeval tv = { 0, 50000 };
     char msg[256];
+    int fd, rc;
 
-    for (int i = 0; i < r->n; i++) {
-        qp_stream *s = &r->streams[i];
-        const void *pre = o->iperf2 ? (const void *)zeros : (const void *)r->cookie;
-        size_t prelen = o->iperf2 ? sizeof(zeros) : IPERF3_COOKIE_LEN;
-        int rc;
-
-        s->fd = net_connect(&r->addr, o->connect_timeout_s, (int)o->window_bytes,
-                            o->congestion, msg, sizeof(msg));
-        if (s->fd < 0) {
-            connect_error(r, s->fd, msg, e);
-            return -1;
-        }
-        rc = net_write_all(s->fd, pre, prelen, net_now() + o->connect_timeout_s,
-                           msg, sizeof(msg));
-        if (rc != NET_OK) {
-            QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" :
-                      rc == NET_ERR_TIMEOUT ? "timeout" : "io", "data stream: %s", msg);
-            return -1;
-        }
-        /* The kernel counts the SYN as one byte acked. */
-        s->preamble_bytes = prelen + 1;
-        /* Senders block in send(); the timeout lets them notice the stop flag. */
-        setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (i == 0)
-            read_socket_facts(r, s->fd);
+    fd = net_connect(&r->addr, o->connect_timeout_s, (int)o->window_bytes, o->congestion,
+                     msg, sizeof(msg));
+    if (fd < 0) {
+        connect_error(r, fd, msg, e);
+        return -1;
     }
+    rc = net_write_all(fd, pre, prelen, net_now() + o->connect_timeout_s, msg, sizeof(msg));
+    if (rc != NET_OK) {
+        QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" :
+                  rc == NET_ERR_TIMEOUT ? "timeout" : "io", "data stream: %s", msg);
+        close(fd);
+        return -1;
+    }
+    s->fd = fd;
+    /* The kernel counts the SYN as one byte acked. */
+    s->preamble_bytes = prelen + 1;
+    /* Senders block in send(); the timeout lets them notice the stop flag. */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (i == 0)
+        read_socket_facts(r, fd);
     return 0;
+}
+
+/* Open the first connection, trying each resolved address in turn (a name may
+ * resolve to ::1 while the server listens on 127.0.0.1 only); 0 or -1. */
+static int open_first(qp_run *r, const net_addr *addrs, int naddrs, qp_err *e)
+{
+    for (int i = 0; i < naddrs; i++) {
+        r->addr = addrs[i];
+        memset(e, 0, sizeof(*e));
+        if (!r->o->iperf2) {
+            r->ctrl = iperf3_open(&r->addr, r->o, r->cookie, &r->rd, e);
+            if (r->ctrl >= 0)
+                return 0;
+        } else if (connect_stream(r, 0, e) == 0) {
+            return 0;
+        }
+        if (strcmp(e->code, "connect_refused") != 0 && strcmp(e->code, "io") != 0)
+            return -1;
+    }
+    return -1;
 }
 
 /* Resolve, open the control connection (iperf3) and the data streams; 0 or -1. */
 static int setup(qp_run *r, qp_err *e)
 {
     const qp_opts *o = r->o;
+    net_addr addrs[8];
     char msg[256];
+    int naddrs;
 
-    if (net_resolve(o->host, o->port, &r->addr, msg, sizeof(msg)) != NET_OK) {
+    naddrs = net_resolve(o->host, o->port, addrs, 8, msg, sizeof(msg));
+    if (naddrs < 0) {
         QP_ERR(e, "dns", "%s", msg);
         return -1;
     }
+    r->addr = addrs[0];
     /* Refuse before connecting: a silent fallback would measure another algorithm. */
     if (o->congestion && !tcpinfo_cc_available(o->congestion)) {
         cc_error(o->congestion, e);
         return -1;
     }
-    if (!o->iperf2) {
+    if (!o->iperf2)
         iperf3_make_cookie(r->cookie);
-        r->ctrl = iperf3_open(&r->addr, o, r->cookie, &r->rd, e);
-        if (r->ctrl < 0)
-            return -1;
-    }
-    if (connect_streams(r, e) < 0)
+    if (open_first(r, addrs, naddrs, e) < 0)
         return -1;
+    for (int i = o->iperf2 ? 1 : 0; i < r->n; i++)
+        if (connect_stream(r, i, e) < 0)
+            return -1;
     out_start(r);
     r->start_printed = 1;
     if (!o->iperf2 && iperf3_wait_running(&r->rd, o->connect_timeout_s, e) < 0)
