@@ -2,8 +2,8 @@
 """bench-portal: are the portal's pages and CSV export cheap at a year of data?
 
 Run as `make bench-portal` (DATABASE_URL points at the PostgreSQL server; REDIS_URL optional).
-The benchmark creates its own database (portal_bench on the same server), never touches the
-test or dev databases, and drops it at the end unless --keep-db is given.
+The benchmark creates its own database (portal_bench_<pid> on the same server), never touches
+the test or dev databases, and drops it at the end unless --keep-db is given.
 
 1. COPY 100,000 measurements of one site (a year, mixed modes and outcomes, each with a full
    `result` event) plus one measurement carrying a 20 s trace at 20 ms with 4 streams.
@@ -37,7 +37,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BENCH_DB = "portal_bench"
+# One database per run: two people running the benchmark at once must not drop each other's.
+BENCH_DB = f"portal_bench_{os.getpid()}"
 PAGE_RATIO_TARGET = 3.0
 CSV_PEAK_TARGET_MB = 200.0
 SITE_SLUG = "bench-site"
@@ -64,8 +65,11 @@ def admin_connect(url):
 
 def recreate_database(url):
     with admin_connect(url) as conn:
-        # A previous run that was killed leaves its database behind; start from nothing.
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+        # A killed run leaves its database behind: drop those whose process is gone.
+        for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'portal\\_bench\\_%'"):
+            pid = name.rsplit("_", 1)[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
 
 
