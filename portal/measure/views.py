@@ -8,6 +8,7 @@ import datetime
 import re
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -20,6 +21,31 @@ from .services import request_measurement
 from .trace import trace_csv_rows
 
 TABLE_PAGE_SIZE = 25
+# Anonymous readers get stored copies of pages that are read far more often than they change:
+# rendering a 100,000-row site or a 16-stream trace costs tens of milliseconds, a copy costs
+# one cache read and no database query. Logged-in users see their name and a CSRF token in
+# the header, so their pages are always rendered fresh.
+# A finished measurement never changes; the TTL only bounds how long a deleted one lingers.
+PERMALINK_CACHE_S = 600
+# Like IEPM-BW's regenerated pages, an anonymous site page may be this old.
+SITE_PAGE_CACHE_S = 60
+
+
+def _page_key(request, name):
+    return f"page:{name}:{request.get_host()}:{request.get_full_path()}"
+
+
+def _cached_copy(request, name):
+    if request.user.is_authenticated:
+        return None
+    body = cache.get(_page_key(request, name))
+    return HttpResponse(body) if body is not None else None
+
+
+def _keep_copy(request, name, response, ttl):
+    if not request.user.is_authenticated and response.status_code == 200:
+        cache.set(_page_key(request, name), response.content, ttl)
+    return response
 
 
 @require_GET
@@ -78,6 +104,10 @@ def _get_measurement(slug):
 
 @require_GET
 def measurement(request, slug):
+    # Polls must see the live status, so only full-page reads may use a stored copy.
+    copy = None if request.htmx else _cached_copy(request, f"m:{slug}")
+    if copy is not None:
+        return copy
     m = _get_measurement(slug)
     if request.htmx:
         if m.is_finished:
@@ -85,11 +115,13 @@ def measurement(request, slug):
             return HttpResponse(status=286, headers={"HX-Refresh": "true"})
         return render(request, "measure/measurement.html#progress", _progress_context(m))
     context = {"m": m, "og_url": request.build_absolute_uri(m.get_absolute_url())}
-    if m.is_finished:
-        context["trace"] = _trace_dict_or_none(m)
-    else:
+    if not m.is_finished:
         context.update(_progress_context(m))
-    return render(request, "measure/measurement.html", context)
+        return render(request, "measure/measurement.html", context)
+
+    context["trace"] = _trace_dict_or_none(m)
+    response = render(request, "measure/measurement.html", context)
+    return _keep_copy(request, f"m:{slug}", response, PERMALINK_CACHE_S)
 
 
 def _trace_dict_or_none(m):
@@ -162,6 +194,9 @@ def trace_json(request, slug):
 
 @require_GET
 def site_history(request, slug):
+    copy = _cached_copy(request, f"site:{slug}")
+    if copy is not None:
+        return copy
     site = get_object_or_404(Site, slug=slug)
     page = _page_number(request.GET.get("page"))
     rows, has_next = history.recent_page(site, page, TABLE_PAGE_SIZE)
@@ -173,7 +208,8 @@ def site_history(request, slug):
         "page": page,
         "has_next": has_next,
     }
-    return render(request, "measure/site.html", context)
+    response = render(request, "measure/site.html", context)
+    return _keep_copy(request, f"site:{slug}", response, SITE_PAGE_CACHE_S)
 
 
 def _page_number(raw):

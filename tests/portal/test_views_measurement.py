@@ -175,3 +175,34 @@ def test_trace_download_without_trace_404(client, measurement, suffix):
 @pytest.mark.parametrize("suffix", ["trace.csv", "trace.json"])
 def test_trace_download_unknown_slug_404(client, db, suffix):
     assert client.get(f"/m/nope/{suffix}").status_code == 404
+
+
+def test_permalink_finished_anonymous_copy_reused(client, done_measurement, django_assert_num_queries):
+    first = client.get(f"/m/{done_measurement.slug}/").content
+    with django_assert_num_queries(0):
+        second = client.get(f"/m/{done_measurement.slug}/").content
+    assert second == first
+
+
+def test_permalink_logged_in_page_not_shared_with_anonymous(client, done_measurement, user):
+    client.force_login(user)
+    assert "<span>alice</span>" in client.get(f"/m/{done_measurement.slug}/").content.decode()
+    anonymous = Client().get(f"/m/{done_measurement.slug}/").content.decode()
+    assert "alice" not in anonymous
+    assert "Log in</a>" in anonymous
+
+
+def test_permalink_running_never_cached(client, measurement):
+    measurement.status = "running"
+    measurement.save()
+    progress.write(measurement.pk, "slow_start", 0.1, [])
+    assert '<li class="current" data-phase="slow_start">' in client.get(f"/m/{measurement.slug}/").content.decode()
+    progress.write(measurement.pk, "measuring", 0.9, [])
+    assert '<li class="current" data-phase="measuring">' in client.get(f"/m/{measurement.slug}/").content.decode()
+
+
+def test_progress_poll_ignores_stored_copy(client, measurement):
+    measurement.status = "done"
+    measurement.save()
+    client.get(f"/m/{measurement.slug}/")
+    assert client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").status_code == 286

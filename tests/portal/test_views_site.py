@@ -1,5 +1,6 @@
 import datetime
 import json
+import time
 
 import pytest
 from django.test import Client
@@ -121,3 +122,39 @@ def test_site_history_never_loads_traces(client, site, vantage, django_assert_ma
         client.get("/sites/loopback/")
     assert not any("measure_measurementtrace" in q["sql"] for q in ctx.captured_queries)
     assert not any('"result"' in q["sql"] for q in ctx.captured_queries)
+
+
+def test_site_history_anonymous_copy_reused_until_ttl(client, site, vantage, monkeypatch, django_assert_num_queries):
+    from portal.measure import views
+
+    monkeypatch.setattr(views, "SITE_PAGE_CACHE_S", 1)
+    first = _done(site, vantage, _at(1))
+    client.get("/sites/loopback/")
+    newer = factories.make_measurement(site=site, vantage=vantage)
+    with django_assert_num_queries(0):
+        cached = client.get("/sites/loopback/").content.decode()
+    assert first.slug in cached
+    assert newer.slug not in cached
+    time.sleep(1.5)
+    assert newer.slug in client.get("/sites/loopback/").content.decode()
+
+
+def test_site_history_logged_in_always_fresh(client, user, site, vantage, django_assert_num_queries):
+    _done(site, vantage, _at(1))
+    Client().get("/sites/loopback/")  # an anonymous copy exists ...
+    client.force_login(user)
+    newer = factories.make_measurement(site=site, vantage=vantage)
+    # ... but a logged-in user's page is rendered: session, user, site, table, chart points
+    # (the summary figures are cached).
+    with django_assert_num_queries(5):
+        html = client.get("/sites/loopback/").content.decode()
+    assert newer.slug in html
+    assert "<span>alice</span>" in html
+
+
+def test_site_history_unknown_slug_404_not_cached(client, site):
+    assert client.get("/sites/later/").status_code == 404
+    from tests.factories import make_site
+
+    make_site(slug="later", name="Later")
+    assert client.get("/sites/later/").status_code == 200
