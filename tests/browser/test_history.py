@@ -1,0 +1,83 @@
+"""A site's history page with a month of results: the charts hold exactly the stored points,
+the table pages, and a click on a chart point opens that measurement."""
+import datetime as dt
+import math
+
+import pytest
+from django.utils import timezone
+from pwhelpers import chart_summary, wait_for_chart
+
+from tests import factories
+
+pytestmark = pytest.mark.browser
+
+
+def _month_of_results(site, vantage, now):
+    """60 finished tests twice a day (every 5th a full run) and 3 failures; returns the done rows."""
+    done = []
+    for i in range(60):
+        created = now - dt.timedelta(hours=12 * i + 1)
+        rate = 900e6 + 60e6 * math.sin(i / 3)
+        if i % 5 == 0:
+            result = factories.sample_result_event(mode="full", quick_mode_entered=False, quick_bps=None,
+                                                   cumulative_bps=rate, full_bps=rate, time_saved_pct=None,
+                                                   traffic_saved_pct=None, rtt_us=30_000 + 100 * i)
+        else:
+            result = factories.sample_result_event(quick_bps=rate, cumulative_bps=rate * 0.93,
+                                                   rtt_us=30_000 + 100 * i)
+        done.append(factories.make_done_measurement(
+            site=site, vantage=vantage, result=result, mode=result["mode"], created_at=created,
+            started_at=created, finished_at=created + dt.timedelta(seconds=2)))
+    for i in range(3):
+        factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
+                                   failure_reason="connect to 192.0.2.1 port 5201: Connection refused",
+                                   created_at=now - dt.timedelta(hours=12 * i + 7))
+    return done
+
+
+def test_history_month_of_results_charts_table_and_click(watched_page, live_server):
+    page = watched_page.page
+    site = factories.make_site(name="Example WAN site", slug="wan", host="192.0.2.1", location="Menlo Park")
+    vantage = factories.make_vantage(name="local")
+    done = _month_of_results(site, vantage, timezone.now())
+    quick = [m for m in done if m.mode == "quick"]
+
+    page.goto(f"{live_server.url}/sites/wan/")
+    assert page.inner_text("#summary").startswith("63 measurements: 60 done, 3 failed")
+    throughput = {ds["label"]: ds for ds in wait_for_chart(page, "chart-throughput")}
+    assert throughput["quick"]["points"] == 48 and throughput["full / validate"]["points"] == 12
+    assert all(ds["pixels"] > 20 for ds in throughput.values()), throughput
+    assert [ds["points"] for ds in wait_for_chart(page, "chart-rtt")] == [60]
+    wait_for_chart(page, "chart-profile")
+    # Tests ran at two hours of the day only, so the profile has exactly two bars.
+    hours = {(m.created_at.hour) for m in done}
+    bars = page.evaluate("Chart.getChart(document.getElementById('chart-profile')).data.datasets[0].data"
+                         ".filter((v) => v !== null).length")
+    assert bars == len(hours) == 2
+    watched_page.screenshot("site-history-month")
+
+    # The table: 25 rows a page, newest first, then older pages.
+    assert page.locator("#measurements tbody tr").count() == 25
+    page.get_by_role("link", name="older →").click()
+    page.wait_for_url(f"{live_server.url}/sites/wan/?page=2")
+    assert page.locator("#measurements tbody tr").count() == 25
+    page.get_by_role("link", name="older →").click()
+    page.wait_for_url(f"{live_server.url}/sites/wan/?page=3")
+    assert page.locator("#measurements tbody tr").count() == 13
+    assert page.get_by_role("link", name="older →").count() == 0
+
+    # Clicking the newest quick point opens its permalink.
+    page.goto(f"{live_server.url}/sites/wan/")
+    wait_for_chart(page, "chart-throughput")
+    x, y = page.evaluate("""() => {
+        const el = document.getElementById('chart-throughput');
+        const meta = Chart.getChart(el).getDatasetMeta(0);
+        const p = meta.data[meta.data.length - 1];
+        const box = el.getBoundingClientRect();
+        return [box.left + p.x, box.top + p.y];
+    }""")
+    page.mouse.click(x, y)
+    newest_quick = max(quick, key=lambda m: m.created_at)
+    page.wait_for_url(f"{live_server.url}/m/{newest_quick.slug}/")
+    assert chart_summary(page, "chart-bw")  # the permalink drew its trace
+    watched_page.assert_clean()
