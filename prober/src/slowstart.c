@@ -131,15 +131,23 @@ static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
 /* BBR's full-bandwidth test, one round per RTT of sample time. */
 static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
 {
+    uint64_t rate;
     /* Without an RTT there are no rounds, and a zero rate is "not measured yet" (the
      * kernel skips such rounds too), so neither may count as a round without growth. */
     if (d->cc != SS_CC_BBR || s->rtt_us == 0 || s->delivery_rate_bps == 0)
         return SS_RULE_NONE;
+    /* tcpi_delivery_rate is the latest single rate sample, not BBR's max filter: on a
+     * long path several samples fall in one round and one of them may be an
+     * application-limited dip, so a round is judged by its best sample. */
+    if (s->delivery_rate_bps > d->round_max_rate_bps)
+        d->round_max_rate_bps = s->delivery_rate_bps;
     if (d->best_rate_bps != 0 && s->t_s - d->round_t_s < SS_POLL_SLACK * s->rtt_us / 1e6)
         return SS_RULE_NONE;
+    rate = d->round_max_rate_bps;
     d->round_t_s = s->t_s;
-    if ((double)s->delivery_rate_bps >= SS_BBR_GROWTH * (double)d->best_rate_bps) {
-        d->best_rate_bps = s->delivery_rate_bps;
+    d->round_max_rate_bps = 0;
+    if ((double)rate >= SS_BBR_GROWTH * (double)d->best_rate_bps) {
+        d->best_rate_bps = rate;
         d->rounds_without_growth = 0;
         return SS_RULE_NONE;
     }

@@ -56,8 +56,9 @@ typedef struct {
     uint32_t poll_rtt_us;
     uint64_t poll_bytes_acked;
     uint64_t poll_rate_bps;
-    /* bbr rule: rate at round starts */
+    /* bbr rule: per round (one RTT of sample time) the highest rate seen in it */
     double round_t_s;
+    uint64_t round_max_rate_bps;
     uint64_t best_rate_bps;
     int rounds_without_growth;
     /* where the verdict came from, for tests and traces */

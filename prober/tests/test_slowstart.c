@@ -195,6 +195,22 @@ static void test_bbr_startup_plateau(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_PAPER_CWND_STABLE, 5, 0.06, __LINE__);
 }
 
+/* BBR on a 50 ms path sampled every 10 ms: five samples per round, and the sample that
+ * closes each round is an application-limited dip to a tenth of the round's rate. Judged by
+ * that one sample, startup would "stall" at i5, i10, i15; judged by the round's best it
+ * doubles until round 5 and plateaus from round 6: fires at the third flat round, i40. */
+static void test_bbr_long_rtt_rounds_use_best_sample(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 60; i++) {
+        int k = (i + 4) / 5;        /* round index: i1..i5 are round 1 */
+        double rate = (double)(1u << (k < 5 ? k : 5));
+        double cwnd = 10.0 * (1u << (k < 5 ? k : 5));
+        push(&z, 0.01 * (i + 1), cwnd, 0, 50000, (i % 5 == 0 && i > 0) ? rate / 10 : rate);
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 40, 0.41, __LINE__);
+}
+
 /* Flat 100 MSS from the start, samples every 5 ms, RTT 10 ms -> polls every 20 ms.
  * The RTT triples at the second poll (i7): that comparison is void, the next one counts. */
 static void test_rtt_jump_suppresses_decision(void)
@@ -301,6 +317,7 @@ int main(void)
     test_cubic_hystart_exit();
     test_cached_ssthresh_not_reached();
     test_bbr_startup_plateau();
+    test_bbr_long_rtt_rounds_use_best_sample();
     test_rtt_jump_suppresses_decision();
     test_rtt_not_yet_valid();
     test_idle_stream_flat_cwnd();
