@@ -166,13 +166,14 @@ def _read_until_sample(p, min_t, deadline_s):
     raise AssertionError(f"no sample at t >= {min_t}: {''.join(lines)[-2000:]}")
 
 
-def test_sigint_during_full_run_prints_interrupted_result(iperf3_server):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_full_run_prints_interrupted_result(iperf3_server, sig):
     argv = qp.quickprobe_argv(*target(iperf3_server), "--mode", "full", "-t", 20)
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
         head = _read_until_sample(p, 0.5, 10)
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=10)
     finally:
         if p.poll() is None:
