@@ -184,7 +184,7 @@ static void aggregate(const qp_run *r, out_agg *a)
     for (int i = 0; i < r->n; i++) {
         const qp_stream *s = &r->streams[i];
 
-        a->bytes_sent += atomic_load_explicit(&s->written, memory_order_relaxed);
+        a->bytes_sent += stream_sent(s);
         a->bytes_acked += s->acked;
         a->cwnd_bytes += s->ti.cwnd_bytes;
         a->retransmits += s->ti.total_retrans;
@@ -384,7 +384,7 @@ void measure_final(qp_run *r)
         if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) == 0)
             s->acked = s->ti.bytes_acked > s->preamble_bytes
                            ? s->ti.bytes_acked - s->preamble_bytes : 0;
-        o->bytes_sent += atomic_load(&s->written);
+        o->bytes_sent += stream_sent(s);
         o->bytes_acked += s->acked;
         o->retransmits += s->ti.total_retrans;
         rtt_sum += s->ti.rtt_us;

@@ -239,7 +239,7 @@ static int finish_iperf3(qp_run *r, qp_err *e)
     cpu_pct(r, r->out.elapsed_s, &user, &sys);
     for (int i = 0; i < r->n; i++) {
         own[i].id = r->streams[i].id;
-        own[i].bytes = atomic_load(&r->streams[i].written);
+        own[i].bytes = stream_sent(&r->streams[i]);
         own[i].retransmits = r->streams[i].ti.total_retrans;
         own[i].end_time_s = r->out.elapsed_s;
     }
@@ -301,7 +301,7 @@ int run_test(qp_run *r, qp_err *e)
         measure_stop_senders(r);
         return -1;
     }
-    if (r->out.interrupted && r->out.bytes_sent == 0 && measure_written(r) == 0) {
+    if (r->out.interrupted && measure_written(r) == 0) {
         measure_stop_senders(r);
         QP_ERR(e, "interrupted", "interrupted before any data was sent");
         return -1;

@@ -31,6 +31,15 @@ typedef struct {
     int64_t server_bytes;           /* -1 = unknown */
 } qp_stream;
 
+/* Data bytes this stream wrote: the sender counts after send() returns, and loopback can
+ * ack a block before that, so acked bytes are a floor. */
+static inline uint64_t stream_sent(const qp_stream *s)
+{
+    uint64_t w = atomic_load_explicit(&((qp_stream *)s)->written, memory_order_relaxed);
+
+    return w > s->acked ? w : s->acked;
+}
+
 /* A point of the aggregate acked-bytes history. */
 typedef struct {
     double t;
