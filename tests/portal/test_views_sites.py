@@ -81,3 +81,13 @@ def test_sites_overview_trend_flat_and_down(client, site, vantage, make_site):
     _done(site, vantage, _ago(days=8), quick_bps=100e6)
     html = client.get("/").content.decode()
     assert '<span class="flat">▶ 2.0 %</span>' in html
+
+
+def test_base_layout_htmx_config_keeps_json_scripts(client, db):
+    html = client.get("/").content.decode()
+    # allowScriptTags must stay on (htmx's default): off, htmx strips the json_script data
+    # from every swapped progress partial.
+    assert '<meta name="htmx-config" content=\'{"includeIndicatorStyles": false, "allowEval": false}\'>' in html
+    assert "allowScriptTags" not in html
+    assert "{#" not in html and "endcomment" not in html
+    assert '<link rel="icon" href="data:,">' in html
