@@ -1,0 +1,60 @@
+"""`make run`'s script on the embedded default (SQLite, file-system broker, no servers):
+it serves, measures, and leaves nothing behind on Ctrl-C."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests import servers
+
+pytestmark = pytest.mark.e2e
+
+
+def _api(port, token, path, data=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/{path}", data=data,
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
+    port = servers.free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runcheck", PYTHONUNBUFFERED="1")
+    log = tmp_path / "run.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=servers.REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        text = log.read_text()
+        token = re.search(r"export TOKEN=(\S+)", text).group(1)
+        iperf = re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", text).group(1)
+        assert "database: sqlite3" in text and "broker: filesystem://" in text
+        status, body = _api(port, token, "measurements", data=b"site=local-iperf3&duration_s=3")
+        assert status == 201 and body["status"] == "queued"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            _, state = _api(port, token, f"measurements/{body['id']}")
+            if state["status"] in ("done", "failed"):
+                break
+            time.sleep(0.3)
+        assert state["status"] == "done", state
+        assert state["headline_bps"] > 0
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the script
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+        assert log.read_text().rstrip().endswith("[run] stopped")
+        # Everything it started named the var dir or the port on its command line.
+        assert servers.processes_with(str(tmp_path)) == []
+        assert servers.processes_with(f"127.0.0.1:{port}") == []
+        assert servers.processes_with(f"iperf3 -s -B 127.0.0.1 -p {iperf} ") == []
+    finally:
+        servers.stop(proc)
+        for pid in servers.processes_with(str(tmp_path)) + servers.processes_with(f"127.0.0.1:{port}"):
+            os.kill(pid, signal.SIGKILL)
