@@ -162,3 +162,25 @@ def test_runner_missing_binary_failed(db, vantage, settings, site):
     m = _run(factories.make_measurement(site=site, vantage=vantage).pk)
     assert (m.status, m.failure_code) == ("failed", "prober_missing")
     assert m.failure_reason == "cannot start the prober /nonexistent/quickprobe: No such file or directory"
+
+
+def test_runner_garbage_server_failed_protocol(db, quickprobe_bin, vantage):
+    """A hostile server that answers the cookie with garbage: the prober's error is stored as is."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def serve():
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(37)  # the iperf3 cookie
+                conn.sendall(b"\x42garbage" * 10)
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        m = _run(factories.make_measurement(site=factories.make_site(port=port), vantage=vantage).pk)
+        server.join(5)
+    assert (m.status, m.failure_code) == ("failed", "protocol")
+    assert m.failure_reason == "unexpected state 66 from the server (expected 9)"
+    assert progress.read(m.pk)["phase"] == "failed"
