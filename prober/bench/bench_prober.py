@@ -156,8 +156,14 @@ def compare_sampling(port, secs, reps, log):
     return rows
 
 
-def verdict(ok):
-    return "met" if ok else "NOT met"
+def verdict(values, ok):
+    """'met' / 'NOT met' only when every pair agrees; a spread across the target on a
+    busy box resolves nothing, and saying 'met' from its median would be a guess."""
+    if all(ok(v) for v in values):
+        return "met"
+    if not any(ok(v) for v in values):
+        return "NOT met"
+    return f"inconclusive here (median {'met' if ok(statistics.median(values)) else 'not met'})"
 
 
 def report(args, clients, sampling, wall_s):
@@ -193,7 +199,7 @@ def report(args, clients, sampling, wall_s):
         t = [r["tput_ratio"] for r in rs]
         c = [r["cpu_ratio"] for r in rs]
         lines.append(f"| {s} | {med(t):.3f} ({min(t):.3f}-{max(t):.3f}) | {med(c):.3f} "
-                     f"({min(c):.3f}-{max(c):.3f}) | {verdict(med(t) >= 1.0)} |")
+                     f"({min(c):.3f}-{max(c):.3f}) | {verdict(t, lambda v: v >= 1.0)} |")
     lines += ["", "## Cost of sampling (1 stream, prober only)", "",
               "Each rep runs --sample-ms 1000, 20 and 1 back to back (order flipping); cost = "
               "1 - throughput / throughput at 1000 ms.", "",
@@ -209,13 +215,17 @@ def report(args, clients, sampling, wall_s):
     cpu20 = med(r["cpu_ns_per_kb"][20] / r["cpu_ns_per_kb"][1000] for r in sampling)
     cpu1 = med(r["cpu_ns_per_kb"][1] / r["cpu_ns_per_kb"][1000] for r in sampling)
     spread = [r["gbps"][1000] for r in sampling]
+    got1 = med(r["samples"][1] / (args.time * 1000) for r in sampling)
+    every20 = [r["cost_20_pct"] for r in sampling]
     lines += ["", f"Median cost of 20 ms sampling: **{c20:+.2f} %** (target < 1 %: "
-              f"{verdict(c20 < 1.0)}); of 1 ms sampling: **{c1:+.2f} %**.",
+              f"{verdict(every20, lambda v: v < 1.0)}); of 1 ms sampling: **{c1:+.2f} %**.",
               f"Prober CPU per byte, median ratio to 1000 ms sampling: 20 ms **{cpu20:.3f}**, "
               f"1 ms **{cpu1:.3f}** (loopback is CPU-bound, so CPU spent sampling is "
               "throughput lost; this ratio is steadier than throughput on a busy box).",
               f"The 1000 ms baseline itself ranged {min(spread):.2f}-{max(spread):.2f} Gbit/s "
-              "over the reps.", "",
+              "over the reps.",
+              f"At --sample-ms 1 the prober delivered a median {100 * got1:.0f} % of the "
+              f"{args.time * 1000} samples a {args.time} s run should have.", "",
               "Run-to-run spread on loopback is several per cent (see the per-pair rows); a "
               "median cost within that spread means the cost is below what this box can "
               "resolve. Run `make bench-prober` on a quiet machine for the figures of record."]
