@@ -1,20 +1,28 @@
+import itertools
 import os
 
 import pytest
 
 from tests import factories, servers
 
-# Engineers and CI runs share one Redis: progress keys hold database ids, which repeat across
-# test databases, so each test session gets its own cache namespace.
+# Engineers and CI runs share one Redis, and the database is emptied after every test while
+# the cache is not: progress keys hold database ids that repeat, and pages cache anonymous
+# copies by URL. So each test gets a cache namespace of its own (never cache.clear(): that
+# would flush the shared Redis).
 CACHE_KEY_PREFIX = f"test-{os.getpid()}"
+_cache_namespaces = itertools.count(1)
 
 
 @pytest.fixture(autouse=True)
-def _private_cache_namespace(settings):
+def cache_key_prefix(settings):
+    """This test's cache KEY_PREFIX; a worker process a test starts must get it as the
+    CACHE_KEY_PREFIX environment variable to share the test's progress and cache."""
+    prefix = f"{CACHE_KEY_PREFIX}-{next(_cache_namespaces)}"
     caches = {name: dict(config) for name, config in settings.CACHES.items()}
     for config in caches.values():
-        config["KEY_PREFIX"] = CACHE_KEY_PREFIX
+        config["KEY_PREFIX"] = prefix
     settings.CACHES = caches
+    return prefix
 
 
 @pytest.fixture

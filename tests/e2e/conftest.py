@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from tests import servers
-from tests.conftest import CACHE_KEY_PREFIX
 
 
 def _database_url():
@@ -32,7 +31,7 @@ class Worker:
 
 
 @pytest.fixture
-def celery_worker(transactional_db, quickprobe_bin, settings):
+def celery_worker(transactional_db, quickprobe_bin, cache_key_prefix):
     """Yields a Worker whose vantage (named worker.name) is registered and consuming."""
     from django.conf import settings as django_settings
 
@@ -41,7 +40,7 @@ def celery_worker(transactional_db, quickprobe_bin, settings):
     if not django_settings.REDIS_URL:
         pytest.fail("the e2e tests need REDIS_URL (make test sets it)")
     name = f"e2e-{secrets.token_hex(4)}"
-    env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=CACHE_KEY_PREFIX,
+    env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=cache_key_prefix,
                HEARTBEAT_INTERVAL_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2", PYTHONUNBUFFERED="1")
     servers.ARTIFACTS.mkdir(exist_ok=True)
     log = servers.ARTIFACTS / f"celery-{name}.log"

@@ -135,11 +135,20 @@ def test_trace_table_not_loaded_by_measurement_queries(done_measurement, django_
     assert MeasurementTrace.objects.filter(pk=done_measurement.pk).exists()
 
 
-def test_progress_cache_namespace_private_to_session(measurement):
+def test_progress_cache_namespace_private_to_test(measurement, cache_key_prefix):
     from django.core.cache import cache
 
     from tests.conftest import CACHE_KEY_PREFIX
 
+    assert cache_key_prefix.startswith(CACHE_KEY_PREFIX + "-")
     progress.write(measurement.pk, "measuring", 1.0)
-    assert cache.make_key(f"measure:progress:{measurement.pk}").startswith(CACHE_KEY_PREFIX + ":")
+    assert cache.make_key(f"measure:progress:{measurement.pk}") == f"{cache_key_prefix}:1:measure:progress:{measurement.pk}"
     progress.clear(measurement.pk)
+
+
+def test_progress_cache_namespace_differs_between_tests(cache_key_prefix):
+    # Every test gets the next namespace: two tests in one session never share cached pages.
+    from tests import conftest
+
+    assert int(cache_key_prefix.rsplit("-", 1)[1]) >= 1
+    assert next(conftest._cache_namespaces) > int(cache_key_prefix.rsplit("-", 1)[1])
