@@ -4,16 +4,10 @@ Every page a test opens is watched for console errors, uncaught exceptions, fail
 and Content-Security-Policy violations; `watch.assert_clean()` fails with the full list.
 """
 import os
-import secrets
 import shutil
-import subprocess
-import sys
 
 import pytest
-from django.conf import settings
-from pwhelpers import ARTIFACTS, PageWatch
-
-from tests import servers
+from pwhelpers import PageWatch
 
 # Playwright's sync API runs an event loop in this thread; Django then refuses ORM calls from
 # it as "async-unsafe" although they are ordinary blocking calls made between page actions.
@@ -76,41 +70,6 @@ def watched_page(request, chromium):
 
 # --- real services the flow needs -------------------------------------------------------------
 
-@pytest.fixture
-def celery_worker(live_server, quickprobe_bin):
-    """A real Celery worker process on this test run's own vantage queue, using the test
-    database (live_server commits, so the worker sees the rows). Yields the Vantage it
-    registered."""
-    from django.db import connection
-
-    from portal.measure.models import Vantage
-
-    db = connection.settings_dict
-    user = f"{db['USER']}@" if db["USER"] else ""
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    # A queue of our own: another test run sharing this Redis must not take our tasks.
-    name = f"browser-{secrets.token_hex(4)}"
-    # The worker writes progress into the cache namespace this test session reads.
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
-    env = dict(os.environ, DATABASE_URL=f"postgres://{user}{db['HOST'] or '127.0.0.1'}{port}/{db['NAME']}",
-               VANTAGE_NAME=name, CACHE_KEY_PREFIX=prefix, PYTHONUNBUFFERED="1")
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"celery-{name}.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
-             "-P", "solo", "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-l", "INFO", "-n", f"{name}@%h"],
-            cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    try:
-        # The worker registers its vantage when it is ready to consume.
-        servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
-        yield Vantage.objects.get(name=name)
-    finally:
-        servers.stop(proc)
-        import redis
-
-        # The queue's list would otherwise stay in the shared Redis.
-        redis.Redis.from_url(settings.REDIS_URL).delete(f"vantage.{name}")
+# The backend's e2e worker fixture: a real prefork Celery worker on a queue of its own, against
+# the test database, with this session's cache namespace. Yields a Worker (.name = its vantage).
+from tests.e2e.conftest import celery_worker  # noqa: E402,F401

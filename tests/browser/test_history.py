@@ -81,3 +81,30 @@ def test_history_month_of_results_charts_table_and_click(watched_page, live_serv
     page.wait_for_url(f"{live_server.url}/m/{newest_quick.slug}/")
     assert chart_summary(page, "chart-bw")  # the permalink drew its trace
     watched_page.assert_clean()
+
+
+def test_history_overview_links_latest_quick_and_full(watched_page, live_server):
+    from portal.measure.templatetags.units import format_bps
+
+    page = watched_page.page
+    wan = factories.make_site(name="Example WAN site", slug="wan", host="192.0.2.1", location="Menlo Park")
+    factories.make_site(name="Idle site", slug="idle", host="192.0.2.2", location="nowhere yet")
+    vantage = factories.make_vantage(name="local")
+    done = _month_of_results(wan, vantage, timezone.now())
+    newest_quick = max((m for m in done if m.mode == "quick"), key=lambda m: m.created_at)
+    newest_full = max((m for m in done if m.mode == "full"), key=lambda m: m.created_at)
+
+    page.goto(f"{live_server.url}/")
+    rows = page.locator("#sites tbody tr")
+    assert rows.count() == 2
+    wan_row = rows.filter(has_text="Example WAN site")
+    quick_link = wan_row.locator(f'a[href="/m/{newest_quick.slug}/"]')
+    full_link = wan_row.locator(f'a[href="/m/{newest_full.slug}/"]')
+    assert quick_link.inner_text() == format_bps(newest_quick.quick_bps)
+    assert full_link.inner_text() == format_bps(newest_full.full_bps)
+    # A site without results shows dashes, not zeros.
+    assert "bit/s" not in rows.filter(has_text="Idle site").inner_text()
+    watched_page.screenshot("sites-overview-month")
+    quick_link.click()
+    page.wait_for_url(f"{live_server.url}/m/{newest_quick.slug}/")
+    watched_page.assert_clean()
