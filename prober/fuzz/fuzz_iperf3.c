@@ -49,7 +49,7 @@ static void replay_control(const uint8_t *data, size_t size)
         if (iperf3_read_state(&rd, 0.2, &st, &e) < 0)
             break;
         if (st == ST_EXCHANGE_RESULTS) {
-            if (iperf3_read_json(&rd, 0.2, &json, &len, &e) < 0)
+            if (iperf3_read_json(&rd, 0.2, iperf3_results_max(1), &json, &len, &e) < 0)
                 break;
             iperf3_parse_results(json, len, &res, err, sizeof(err));
             free(json);
@@ -77,7 +77,7 @@ static void replay_finish(const uint8_t *data, size_t size)
 
     if (fd >= 0 && res) {
         net_reader_init(&rd, fd);
-        iperf3_finish(fd, &rd, own, 0.2, res, &e);
+        iperf3_finish(fd, &rd, own, 1, 0.2, res, &e);
     }
     if (fd >= 0) {
         close(fd);

@@ -91,14 +91,22 @@ fail:
     return NULL;
 }
 
-/* Decode a 4-byte big-endian JSON length; 0 if 1..8192, else -1 with a message. */
-int iperf3_decode_len(const unsigned char b[4], uint32_t *len, char *err, size_t errlen)
+/* The largest results message accepted from a server running n streams: iperf3
+ * bounds only the parameters (8192), but results carry one entry per stream. */
+size_t iperf3_results_max(int nstreams)
+{
+    return IPERF3_MAX_JSON + (size_t)IPERF3_RESULTS_PER_STREAM * (size_t)(nstreams > 0 ? nstreams : 0);
+}
+
+/* Decode a 4-byte big-endian JSON length; 0 if 1..max_len, else -1 with a message. */
+int iperf3_decode_len(const unsigned char b[4], size_t max_len, uint32_t *len,
+                      char *err, size_t errlen)
 {
     uint32_t v = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
 
-    if (v == 0 || v > IPERF3_MAX_JSON) {
+    if (v == 0 || v > max_len) {
         snprintf(err, errlen, "the server announced a JSON message of %u bytes "
-                 "(allowed 1 to %d)", v, IPERF3_MAX_JSON);
+                 "(allowed 1 to %zu)", v, max_len);
         return -1;
     }
     *len = v;
@@ -240,8 +248,10 @@ int iperf3_read_state(net_reader *r, double timeout_s, int *state, qp_err *e)
     return 0;
 }
 
-/* Read one length-prefixed JSON message into a malloc'd NUL-terminated buffer. */
-int iperf3_read_json(net_reader *r, double timeout_s, char **out, size_t *outlen, qp_err *e)
+/* Read one length-prefixed JSON message of at most max_len bytes into a malloc'd
+ * NUL-terminated buffer; 0 or -1 with e set (protocol when too long). */
+int iperf3_read_json(net_reader *r, double timeout_s, size_t max_len, char **out,
+                     size_t *outlen, qp_err *e)
 {
     unsigned char lb[4];
     char msg[256];
@@ -253,7 +263,7 @@ int iperf3_read_json(net_reader *r, double timeout_s, char **out, size_t *outlen
     rc = net_read_exact(r, lb, 4, NULL, deadline, msg, sizeof(msg));
     if (rc != NET_OK)
         goto netfail;
-    if (iperf3_decode_len(lb, &len, msg, sizeof(msg)) < 0) {
+    if (iperf3_decode_len(lb, max_len, &len, msg, sizeof(msg)) < 0) {
         QP_ERR(e, "protocol", "%s", msg);
         return -1;
     }
@@ -275,8 +285,8 @@ netfail:
     return -1;
 }
 
-/* Write a length-prefixed JSON message within timeout_s; 0 or -1 with e set. */
-int iperf3_write_json(int fd, const char *json, double timeout_s, qp_err *e)
+/* Write a length-prefixed JSON message (1..max_len bytes) within timeout_s; 0 or -1. */
+int iperf3_write_json(int fd, const char *json, size_t max_len, double timeout_s, qp_err *e)
 {
     size_t n = strlen(json);
     unsigned char lb[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
@@ -285,9 +295,8 @@ int iperf3_write_json(int fd, const char *json, double timeout_s, qp_err *e)
     char msg[256];
     int rc;
 
-    if (n == 0 || n > IPERF3_MAX_JSON) {
-        QP_ERR(e, "io", "our JSON message is %zu bytes (iperf3 allows 1 to %d)", n,
-               IPERF3_MAX_JSON);
+    if (n == 0 || n > max_len) {
+        QP_ERR(e, "io", "our JSON message is %zu bytes (allowed 1 to %zu)", n, max_len);
         return -1;
     }
     rc = net_write_all(fd, lb, 4, deadline, msg, sizeof(msg));
@@ -400,7 +409,7 @@ int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_rea
         QP_ERR(e, "io", "out of memory");
         goto fail;
     }
-    if (iperf3_write_json(fd, params, to, e) < 0 || expect_state(r, ST_CREATE_STREAMS, to, e) < 0)
+    if (iperf3_write_json(fd, params, IPERF3_MAX_JSON, to, e) < 0 || expect_state(r, ST_CREATE_STREAMS, to, e) < 0)
         goto fail;
     free(params);
     return fd;
@@ -419,17 +428,17 @@ int iperf3_wait_running(net_reader *r, double timeout_s, qp_err *e)
 }
 
 /* Send TEST_END, exchange results, finish with IPERF_DONE; 0 or -1 with e set.
- * server receives the server's results. */
-int iperf3_finish(int ctrl, net_reader *r, const char *own_json, double timeout_s,
-                  iperf3_results *server, qp_err *e)
+ * server receives the server's results (nstreams bounds their size). */
+int iperf3_finish(int ctrl, net_reader *r, const char *own_json, int nstreams,
+                  double timeout_s, iperf3_results *server, qp_err *e)
 {
     char *json = NULL, msg[256];
     size_t len;
 
     if (iperf3_write_state(ctrl, ST_TEST_END, timeout_s, e) < 0 ||
         expect_state(r, ST_EXCHANGE_RESULTS, timeout_s, e) < 0 ||
-        iperf3_write_json(ctrl, own_json, timeout_s, e) < 0 ||
-        iperf3_read_json(r, timeout_s, &json, &len, e) < 0)
+        iperf3_write_json(ctrl, own_json, iperf3_results_max(nstreams), timeout_s, e) < 0 ||
+        iperf3_read_json(r, timeout_s, iperf3_results_max(nstreams), &json, &len, e) < 0)
         goto fail;
     if (iperf3_parse_results(json, len, server, msg, sizeof(msg)) < 0) {
         QP_ERR(e, "protocol", "%s", msg);

@@ -10,7 +10,8 @@
 #include "qperr.h"
 
 #define IPERF3_COOKIE_LEN 37        /* 36 characters and the NUL, all sent */
-#define IPERF3_MAX_JSON 8192
+#define IPERF3_MAX_JSON 8192         /* the server's limit on our parameters */
+#define IPERF3_RESULTS_PER_STREAM 512 /* results grow with -P: this much per stream */
 #define IPERF3_BLOCK 131072
 
 enum {
@@ -60,8 +61,13 @@ char *iperf3_params_json(const qp_opts *o);
 char *iperf3_results_json(const iperf3_own_stream *s, int n, double cpu_user_pct,
                           double cpu_sys_pct, const char *cc);
 
-/* Decode a 4-byte big-endian JSON length; 0 if 1..8192, else -1 with a message. */
-int iperf3_decode_len(const unsigned char b[4], uint32_t *len, char *err, size_t errlen);
+/* The largest results message accepted from a server running n streams: iperf3
+ * bounds only the parameters (8192), but results carry one entry per stream. */
+size_t iperf3_results_max(int nstreams);
+
+/* Decode a 4-byte big-endian JSON length; 0 if 1..max_len, else -1 with a message. */
+int iperf3_decode_len(const unsigned char b[4], size_t max_len, uint32_t *len,
+                      char *err, size_t errlen);
 
 /* Decode the server's results JSON (len bytes, not NUL-terminated); 0 or -1. */
 int iperf3_parse_results(const char *buf, size_t len, iperf3_results *r,
@@ -73,11 +79,13 @@ void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e);
 /* Read one state byte within timeout_s; 0 or -1 with e set. */
 int iperf3_read_state(net_reader *r, double timeout_s, int *state, qp_err *e);
 
-/* Read one length-prefixed JSON message into a malloc'd NUL-terminated buffer. */
-int iperf3_read_json(net_reader *r, double timeout_s, char **out, size_t *outlen, qp_err *e);
+/* Read one length-prefixed JSON message of at most max_len bytes into a malloc'd
+ * NUL-terminated buffer; 0 or -1 with e set (protocol when too long). */
+int iperf3_read_json(net_reader *r, double timeout_s, size_t max_len, char **out,
+                     size_t *outlen, qp_err *e);
 
-/* Write a length-prefixed JSON message within timeout_s; 0 or -1 with e set. */
-int iperf3_write_json(int fd, const char *json, double timeout_s, qp_err *e);
+/* Write a length-prefixed JSON message (1..max_len bytes) within timeout_s; 0 or -1. */
+int iperf3_write_json(int fd, const char *json, size_t max_len, double timeout_s, qp_err *e);
 
 /* Send one state byte within timeout_s; 0 or -1 with e set. */
 int iperf3_write_state(int fd, int state, double timeout_s, qp_err *e);
@@ -95,8 +103,8 @@ int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_rea
 int iperf3_wait_running(net_reader *r, double timeout_s, qp_err *e);
 
 /* Send TEST_END, exchange results, finish with IPERF_DONE; 0 or -1 with e set.
- * server receives the server's results. */
-int iperf3_finish(int ctrl, net_reader *r, const char *own_json, double timeout_s,
-                  iperf3_results *server, qp_err *e);
+ * server receives the server's results (nstreams bounds their size). */
+int iperf3_finish(int ctrl, net_reader *r, const char *own_json, int nstreams,
+                  double timeout_s, iperf3_results *server, qp_err *e);
 
 #endif

@@ -163,6 +163,8 @@ static void sample_stream(qp_stream *s, double t)
     if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
         return;
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
+    if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)
+        s->max_snd_wnd_bytes = s->ti.snd_wnd_bytes;
     if (s->rule != SS_RULE_NONE)
         return;
     ss = (ss_sample){ .t_s = t, .cwnd_bytes = s->ti.cwnd_bytes,

@@ -180,29 +180,59 @@ static int setup(qp_run *r, qp_err *e)
     return 0;
 }
 
-/* Wait (bounded) until every stream's written data is acked, so the server's
- * byte count agrees with ours. */
+/* 1 if stream s has nothing left in flight and its receiver has read what it got:
+ * acked data can still sit in the server's buffer, and iperf3 drops it at TEST_END.
+ * Reads show as the advertised window reopening: done when it is back near its
+ * maximum, or has stopped moving for quiet_s (memory pressure can keep it lower). */
+static int stream_drained(qp_stream *s, double now, double quiet_s)
+{
+    qp_tcpinfo ti;
+    char msg[128];
+
+    if (tcpinfo_read(s->fd, &ti, msg, sizeof(msg)) < 0)
+        return 1;
+    if (ti.snd_wnd_bytes != s->drain_wnd_bytes) {
+        s->drain_wnd_bytes = ti.snd_wnd_bytes;
+        s->drain_wnd_t = now;
+    }
+    if (ti.notsent_bytes || ti.unacked_segments)
+        return 0;
+    if ((uint64_t)ti.snd_wnd_bytes * 10 >= (uint64_t)s->max_snd_wnd_bytes * 9)
+        return 1;
+    return now - s->drain_wnd_t >= quiet_s;
+}
+
+/* Wait (bounded) until every stream's written data is acked and read, so the
+ * server's byte count agrees with ours. */
 static void drain(qp_run *r)
 {
     uint32_t rtt_us = 0;
-    double limit, deadline;
-    char msg[128];
+    uint64_t queued = 0;
+    double now = net_now(), limit, rate, quiet_s, deadline;
 
-    for (int i = 0; i < r->n; i++)
-        if (r->streams[i].ti.rtt_us > rtt_us)
-            rtt_us = r->streams[i].ti.rtt_us;
-    limit = fmax(0.2, 4.0 * rtt_us / 1e6);
-    deadline = net_now() + limit;
-    while (net_now() < deadline) {
+    for (int i = 0; i < r->n; i++) {
+        qp_stream *s = &r->streams[i];
+
+        if (s->ti.rtt_us > rtt_us)
+            rtt_us = s->ti.rtt_us;
+        queued += stream_sent(s) - s->acked;
+        s->drain_wnd_bytes = s->ti.snd_wnd_bytes;
+        s->drain_wnd_t = now;
+    }
+    /* Enough for what is queued at the rate seen so far, twice over; a receiver that
+     * stopped reading costs at most --connect-timeout. */
+    rate = r->last_t > 0 ? (double)r->last_acked / r->last_t : 0;
+    limit = fmax(0.3, 4.0 * rtt_us / 1e6);
+    if (rate > 0)
+        limit = fmax(limit, 2.0 * (double)queued / rate);
+    limit = fmin(limit, fmax(0.3, r->o->connect_timeout_s));
+    deadline = now + limit;
+    quiet_s = fmax(0.01, 2.0 * rtt_us / 1e6);
+    while ((now = net_now()) < deadline) {
         int clear = 1;
 
-        for (int i = 0; i < r->n; i++) {
-            qp_tcpinfo ti;
-
-            if (tcpinfo_read(r->streams[i].fd, &ti, msg, sizeof(msg)) == 0 &&
-                (ti.notsent_bytes || ti.unacked_segments))
-                clear = 0;
-        }
+        for (int i = 0; i < r->n; i++)
+            clear &= stream_drained(&r->streams[i], now, quiet_s);
         if (clear)
             break;
         nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
@@ -248,7 +278,7 @@ static int finish_iperf3(qp_run *r, qp_err *e)
         QP_ERR(e, "io", "out of memory");
         goto fail;
     }
-    if (iperf3_finish(r->ctrl, &r->rd, json, r->o->connect_timeout_s, srv, e) < 0)
+    if (iperf3_finish(r->ctrl, &r->rd, json, r->n, r->o->connect_timeout_s, srv, e) < 0)
         goto fail;
     r->out.server_bytes = (int64_t)srv->total_bytes;
     for (int i = 0; i < srv->nstreams; i++)

@@ -24,6 +24,9 @@ typedef struct {
     int thread_started;
     qp_tcpinfo ti;                  /* latest sample */
     uint64_t acked;                 /* data bytes acked at the latest sample */
+    uint32_t max_snd_wnd_bytes;     /* largest window the receiver advertised */
+    uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */
+    double drain_wnd_t;             /* when it last changed */
     ss_detector det;
     ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
     double ss_t;

@@ -106,15 +106,37 @@ static void test_decode_len_bounds(void)
     char err[256];
     uint32_t len = 0;
 
-    CHECK_EQ(iperf3_decode_len(ok, &len, err, sizeof(err)), 0);
+    CHECK_EQ(iperf3_decode_len(ok, IPERF3_MAX_JSON, &len, err, sizeof(err)), 0);
     CHECK_EQ(len, 8192);
-    CHECK_EQ(iperf3_decode_len(one, &len, err, sizeof(err)), 0);
+    CHECK_EQ(iperf3_decode_len(one, IPERF3_MAX_JSON, &len, err, sizeof(err)), 0);
     CHECK_EQ(len, 1);
-    CHECK_EQ(iperf3_decode_len(zero, &len, err, sizeof(err)), -1);
-    CHECK_EQ(iperf3_decode_len(over, &len, err, sizeof(err)), -1);
+    CHECK_EQ(iperf3_decode_len(zero, IPERF3_MAX_JSON, &len, err, sizeof(err)), -1);
+    CHECK_EQ(iperf3_decode_len(over, IPERF3_MAX_JSON, &len, err, sizeof(err)), -1);
     CHECK_STR(err, "the server announced a JSON message of 8193 bytes (allowed 1 to 8192)");
-    CHECK_EQ(iperf3_decode_len(huge, &len, err, sizeof(err)), -1);
+    CHECK_EQ(iperf3_decode_len(huge, IPERF3_MAX_JSON, &len, err, sizeof(err)), -1);
     CHECK_CONTAINS(err, "4294967295 bytes");
+    /* Results may be longer with many streams: the bound grows with -P. */
+    CHECK_EQ(iperf3_results_max(1), 8192 + 512);
+    CHECK_EQ(iperf3_results_max(128), 8192 + 512 * 128);
+    CHECK_EQ(iperf3_decode_len(over, iperf3_results_max(1), &len, err, sizeof(err)), 0);
+    CHECK_EQ(len, 8193);
+}
+
+/* Our results for 128 streams with the largest numbers fit the bound a peer like us
+ * would apply, and exceed the parameter limit (so the limits must differ). */
+static void test_results_128_streams_fit(void)
+{
+    iperf3_own_stream st[QP_MAX_STREAMS];
+    char *s;
+
+    for (int i = 0; i < QP_MAX_STREAMS; i++)
+        st[i] = (iperf3_own_stream){ iperf3_stream_id(i), 9007199254740991ULL, 4294967295LL,
+                                     3600.123456789 };
+    s = iperf3_results_json(st, QP_MAX_STREAMS, 12.5, 87.5, "cubic");
+    CHECK(s != NULL);
+    CHECK(strlen(s) > IPERF3_MAX_JSON);
+    CHECK(strlen(s) <= iperf3_results_max(QP_MAX_STREAMS));
+    free(s);
 }
 
 /* SERVER_ERROR payloads: full, 3.12's auth failure (code only), and nothing. */
@@ -241,13 +263,13 @@ static void test_framing_socketpair(void)
     memset(&e, 0, sizeof(e));
     CHECK_EQ(iperf3_read_state(&rd, 1.0, &st, &e), 0);
     CHECK_EQ(st, ST_EXCHANGE_RESULTS);
-    CHECK_EQ(iperf3_read_json(&rd, 1.0, &json, &len, &e), 0);
+    CHECK_EQ(iperf3_read_json(&rd, 1.0, IPERF3_MAX_JSON, &json, &len, &e), 0);
     CHECK_EQ(len, 2);
     CHECK_STR(json, "{}");
     free(json);
     CHECK_EQ(iperf3_read_state(&rd, 1.0, &st, &e), 0);
     CHECK_EQ(st, ST_DISPLAY_RESULTS);
-    CHECK_EQ(iperf3_read_json(&rd, 1.0, &json, &len, &e), -1);
+    CHECK_EQ(iperf3_read_json(&rd, 1.0, IPERF3_MAX_JSON, &json, &len, &e), -1);
     CHECK_STR(e.code, "protocol");
     CHECK_CONTAINS(e.message, "8193 bytes");
     CHECK_EQ(iperf3_read_state(&rd, 1.0, &st, &e), -1);
@@ -280,6 +302,7 @@ int main(void)
     test_results_streams_summed();
     test_results_rejects();
     test_decode_len_bounds();
+    test_results_128_streams_fit();
     test_server_error_codes();
     test_params_json_fields();
     test_own_results_roundtrip();
