@@ -99,6 +99,22 @@ static void test_reno_loss_then_linear(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
 }
 
+/* Reno under PRR: right after the loss cwnd (600) is still above the new ssthresh (320) and
+ * shrinks towards it over the recovery. The kernel has left slow-start at the loss, so AUTO
+ * fires on the first sample after it; the paper rule waits for two settled polls. Also for
+ * a cc the detector does not know by name (ssthresh is the kernel's, whatever the cc). */
+static void test_reno_prr_recovery(void)
+{
+    series z = {.n = 0};
+    const double c[] = {10, 40, 160, 640, 600, 450, 330, 320, 322, 324, 326};
+    for (int i = 0; i < 11; i++)
+        push(&z, 0.02 * (i + 1), c[i], i >= 4 ? 320 : 0, 10000, 0);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_OTHER, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
+    /* polls: 640->600 (40), 600->450, 450->330, 330->320 (10), 320->322 (2 < 3) */
+    expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 8, 0.18, __LINE__);
+}
+
 /* Receiver-window-limited: cwnd stops at 100 MSS, ssthresh never set (kernel still says
  * slow-start). Samples every 10 ms = 1 RTT, so polls (2 x RTT) fall on odd indices. */
 static void test_rwnd_limited_flat_cwnd(void)
@@ -311,6 +327,7 @@ static void test_names(void)
 int main(void)
 {
     test_reno_loss_then_linear();
+    test_reno_prr_recovery();
     test_rwnd_limited_flat_cwnd();
     test_tiny_localhost_cwnd();
     test_lossy_never_stable();

@@ -25,9 +25,10 @@ class Closed(Exception):
 
 
 class FakeIperf3:
-    def __init__(self, script, iperf_error=0, errno=0):
+    def __init__(self, script, iperf_error=0, errno=0, results_size=None):
         assert script in SCRIPTS, script
         self.script = script
+        self.results_size = results_size   # pad the "ok" results JSON to exactly this
         self.iperf_error = iperf_error
         self.errno = errno
         self.stop_event = threading.Event()
@@ -164,7 +165,11 @@ class FakeIperf3:
             c.sendall(struct.pack(">I", len(raw)) + raw)
             return self.wait_closed(c)
         time.sleep(0.05)                    # let the drains count the last bytes
-        self.send_json(c, self.server_results(ids))
+        raw = json.dumps(self.server_results(ids)).encode()
+        if self.results_size is not None:
+            assert len(raw) <= self.results_size
+            raw += b" " * (self.results_size - len(raw))   # trailing blanks: still valid JSON
+        c.sendall(struct.pack(">I", len(raw)) + raw)
         c.sendall(bytes([DISPLAY_RESULTS]))
         self.recv_exact(c, 1)               # IPERF_DONE
         self.wait_closed(c)

@@ -83,11 +83,30 @@ def test_hostile_server_gives_documented_error(fake_server, script, code):
 
 
 def test_hostile_server_error_carries_iperf_code(fake_server):
-    fake = fake_server("server_error", iperf_error=120, errno=0)
+    fake = fake_server("server_error", iperf_error=120, errno=111)
     run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "--connect-timeout", 1, timeout=20)
     err = expect_error(run, "server_error")
     assert err["iperf_error"] == 120
+    assert err["errno"] == 111
     assert run.wall_s < 3, run
+
+
+# iperf3 caps only the parameters at 8192 bytes; a server's results carry one entry per
+# stream, so the prober allows 8192 + 512 per stream for them (IPERF3_RESULTS_PER_STREAM):
+# exactly the limit is read, one byte more is `protocol`.
+@pytest.mark.parametrize("streams,over", [(1, 0), (1, 1), (2, 0), (2, 1)])
+def test_server_results_json_size_limit(fake_server, streams, over):
+    size = 8192 + 512 * streams + over
+    fake = fake_server("ok", results_size=size)
+    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "-P", streams, "--mode", "full",
+                    "-t", 1, "--connect-timeout", 1, timeout=20)
+    if not over:
+        assert run.rc == 0, run
+        assert run.last["event"] == "result"
+        assert run.last["server_bytes"] == sum(fake.received.values())
+    else:
+        expect_error(run, "protocol")
+        assert str(size) in run.last["message"], run.last
 
 
 def test_fake_server_control_case_completes(fake_server):
