@@ -86,6 +86,7 @@ static void replay_finish(const uint8_t *data, size_t size)
     free(res);
 }
 
+/* libFuzzer entry: the first byte picks the decoder, the rest is the server's bytes. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     iperf3_results *res;

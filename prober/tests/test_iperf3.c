@@ -296,6 +296,7 @@ static void test_read_deadline(void)
     close(sv[1]);
 }
 
+/* Run every test; the exit status says whether all passed. */
 int main(void)
 {
     test_results_unsigned_minus_one();

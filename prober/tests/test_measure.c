@@ -27,6 +27,7 @@ static void test_inst_bps_degenerate(void)
     CHECK_NEAR(measure_inst_bps(NULL, 0, 0.02, 2500), 1e6, 1e-6);
 }
 
+/* Run every test; the exit status says whether all passed. */
 int main(void)
 {
     test_inst_bps_window();

@@ -153,6 +153,7 @@ static void test_help_lists_options(void)
         check_record(strstr(u, need[i]) != NULL, __FILE__, __LINE__, need[i]);
 }
 
+/* Run every test; the exit status says whether all passed. */
 int main(void)
 {
     test_size_suffixes();
