@@ -76,7 +76,12 @@ def test_congestion_reported_and_quick_mode_entered_for_each_algo(iperf3_server,
     assert res["congestion"] == algo
     # The detector must leave slow-start on loopback for every cc the kernel offers.
     assert res["quick_mode_entered"] is True, res
-    assert res["rule"] in qp.RULES
+    if algo.startswith("bbr"):
+        # BBR never sets ssthresh, and its flat cwnd is not believed while the delivery
+        # rate is known: only BBR's own plateau test may end its startup.
+        assert res["rule"] == "bbr_plateau", res
+    else:
+        assert res["rule"] in {"paper_cwnd_stable", "paper_small_cwnd", "ssthresh_set"}, res
 
 
 def test_congestion_unavailable_is_refused_listing_allowed():
