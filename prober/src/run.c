@@ -295,8 +295,16 @@ fail:
 /* Stop the senders, drain, take the final counters and end the protocol; 0 or -1. */
 static int finish(qp_run *r, qp_err *e)
 {
+    sigset_t block, old;
     char msg[256];
+    int rc = 0;
 
+    /* A signal now would throw away a finished measurement; every wait below has
+     * its own deadline, so hold signals until the result is in. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     out_phase("finishing", net_now() - r->t0);
     measure_stop_senders(r);
     drain(r);
@@ -304,9 +312,11 @@ static int finish(qp_run *r, qp_err *e)
     measure_final(r);
     measure_last_interval(r);
     if (!r->o->iperf2)
-        return finish_iperf3(r, e);
-    iperf2_finish(r, r->o->connect_timeout_s, msg, sizeof(msg));
-    return 0;
+        rc = finish_iperf3(r, e);
+    else
+        iperf2_finish(r, r->o->connect_timeout_s, msg, sizeof(msg));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 /* Connect and run the whole test, printing events; 0 or -1 with e set. */
