@@ -4,7 +4,7 @@ import time
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
-from pwhelpers import FINISHED, chart_summary, log_in, request_test
+from pwhelpers import FINISHED, chart_summary, log_in, request_test, wait_for_chart
 
 from portal.measure.models import Measurement
 from tests import factories, servers
@@ -29,7 +29,7 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
     factories.make_user("carol", password=PASSWORD)
     log_in(page, base, "/measure/new?site=loopback", "carol", PASSWORD)
     # A 3 s full run: six polls at 500 ms while data flows, so the chart must have grown.
-    slug = request_test(page, celery_worker.name, "full", 3)
+    slug = request_test(page, celery_worker.name, "full", 3, streams=2)
 
     phases, most_points, drawn = [], [0, 0, 0], None
     deadline = time.monotonic() + 60
@@ -57,6 +57,15 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
     # Every live dataset (InstBW, CumuBW, cwnd) got points and was drawn in its colour.
     assert min(most_points) > 0, f"the live chart never got samples (phases {phases})"
     assert drawn and all(ds["pixels"] > 20 for ds in drawn), drawn
+
+    # The stored permalink: one cwnd line per stream, labelled with iperf3's stream ids.
+    trace = m.trace.to_dict()
+    assert len(trace["streams"]) == 2
+    streams = wait_for_chart(page, "chart-streams")
+    assert [(ds["label"], ds["points"]) for ds in streams] == [
+        (f"stream {s['id']}", len(trace["t"])) for s in trace["streams"]]
+    assert all(ds["pixels"] > 20 for ds in streams), streams
+    watched_page.screenshot("permalink-full-2-streams")
     watched_page.assert_clean()
 
 
