@@ -221,11 +221,13 @@ int opts_parse(qp_opts *o, int argc, char **argv, char *err, size_t errlen)
 
         if (apply_flag(o, a) == 0)
             continue;
-        /* Accept --opt=value as well as "--opt value", like getopt_long. */
+        /* Accept --opt=value and iperf's -P4 as well as "--opt value", like getopt. */
         eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (!eq && a[0] == '-' && a[1] && a[1] != '-' && a[2])
+            eq = a + 1;
         if (eq && (size_t)(eq - a) < sizeof(name)) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = '\0';
+            memcpy(name, a, (size_t)(eq - a) + (eq[0] != '='));
+            name[eq - a + (eq[0] != '=')] = '\0';
             v = eq + 1;
         } else {
             snprintf(name, sizeof(name), "%s", a);

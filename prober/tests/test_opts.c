@@ -116,6 +116,16 @@ static void test_range_messages(void)
     CHECK_STR(err, "--mode: 'fast' is not allowed: give quick, full or validate");
     CHECK_EQ(PARSE(&o, err, "-c", "h", "--mode=validate"), 0);
     CHECK_EQ(o.mode, MODE_VALIDATE);
+    /* iperf's attached short values. */
+    CHECK_EQ(PARSE(&o, err, "-c127.0.0.1", "-P4", "-t3", "-w64K"), 0);
+    CHECK_STR(o.host, "127.0.0.1");
+    CHECK_EQ(o.streams, 4);
+    CHECK_EQ(o.time_s, 3);
+    CHECK_EQ(o.window_bytes, 65536);
+    CHECK_EQ(PARSE(&o, err, "-c", "h", "-P0"), -1);
+    CHECK_STR(err, "-P: '0' is not allowed: give an integer from 1 to 128");
+    CHECK_EQ(PARSE(&o, err, "-c", "h", "-x5"), -1);
+    CHECK_STR(err, "unknown option '-x5' (see --help)");
 }
 
 /* Missing host, missing values, unknown options, bad -C names. */
