@@ -128,19 +128,31 @@ static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
     return SS_RULE_NONE;
 }
 
+/* BBR's own verdict from TCP_CC_INFO: startup is the only state pacing at more than 2x. */
+static ss_rule ss_bbr_kernel_test(const ss_sample *s)
+{
+    /* Startup paces at 2/ln2 (739/256); drain, probe_bw and probe_rtt at most 1.25. */
+    return s->bbr_pacing_gain < 2u * 256u ? SS_RULE_BBR_PLATEAU : SS_RULE_NONE;
+}
+
 /* BBR's full-bandwidth test, one round per RTT of sample time. */
 static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
 {
     uint64_t rate;
+    if (d->cc != SS_CC_BBR)
+        return SS_RULE_NONE;
+    if (s->bbr_pacing_gain != 0)
+        return ss_bbr_kernel_test(s);
     /* Without an RTT there are no rounds, and a zero rate is "not measured yet" (the
      * kernel skips such rounds too), so neither may count as a round without growth. */
-    if (d->cc != SS_CC_BBR || s->rtt_us == 0 || s->delivery_rate_bps == 0)
+    if (s->rtt_us == 0 || s->delivery_rate_bps == 0)
         return SS_RULE_NONE;
     /* tcpi_delivery_rate is the latest single rate sample, not BBR's max filter: on a
      * long path several samples fall in one round and one of them may be an
      * application-limited dip, so a round is judged by its best sample. */
     if (s->delivery_rate_bps > d->round_max_rate_bps)
         d->round_max_rate_bps = s->delivery_rate_bps;
+    d->round_unlimited |= !s->rate_app_limited;
     if (d->best_rate_bps != 0 && s->t_s - d->round_t_s < SS_POLL_SLACK * s->rtt_us / 1e6)
         return SS_RULE_NONE;
     rate = d->round_max_rate_bps;
@@ -149,10 +161,13 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
     if ((double)rate >= SS_BBR_GROWTH * (double)d->best_rate_bps) {
         d->best_rate_bps = rate;
         d->rounds_without_growth = 0;
-        return SS_RULE_NONE;
-    }
-    if (++d->rounds_without_growth >= SS_BBR_ROUNDS)
+    } else if (d->round_unlimited && ++d->rounds_without_growth >= SS_BBR_ROUNDS) {
+        /* as in the kernel, a round that was application-limited throughout says
+         * nothing about the path and does not count */
+        d->round_unlimited = 0;
         return SS_RULE_BBR_PLATEAU;
+    }
+    d->round_unlimited = 0;
     return SS_RULE_NONE;
 }
 

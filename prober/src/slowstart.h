@@ -21,6 +21,10 @@ typedef struct {
     uint64_t delivery_rate_bps; /* tcpi_delivery_rate * 8 */
     uint64_t bytes_acked;
     uint32_t total_retrans;
+    /* Optional (0 = unknown; added after the first version, so older callers that
+     * initialise by field name keep working unchanged): */
+    uint32_t bbr_pacing_gain;   /* TCP_CC_INFO tcp_bbr_info.bbr_pacing_gain (x256) */
+    int rate_app_limited;       /* tcpi_delivery_rate_app_limited */
 } ss_sample;
 
 /* Which rule ended slow-start. Names match the JSON "rule" strings. */
@@ -29,7 +33,8 @@ typedef enum {
     SS_RULE_PAPER_CWND_STABLE,  /* old >= 4 MSS and |new - old| < 3 MSS over 2 x RTT */
     SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
     SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh */
-    SS_RULE_BBR_PLATEAU         /* BBR startup: delivery rate grew < 25 % over 3 rounds */
+    SS_RULE_BBR_PLATEAU         /* BBR startup: delivery rate grew < 25 % over 3 rounds
+                                   (the kernel's own verdict when bbr_pacing_gain is known) */
 } ss_rule;
 
 /* Which rules the detector may use. */
@@ -59,6 +64,7 @@ typedef struct {
     /* bbr rule: per round (one RTT of sample time) the highest rate seen in it */
     double round_t_s;
     uint64_t round_max_rate_bps;
+    int round_unlimited;        /* some sample of this round was not app-limited */
     uint64_t best_rate_bps;
     int rounds_without_growth;
     /* where the verdict came from, for tests and traces */

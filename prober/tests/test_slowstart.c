@@ -227,6 +227,41 @@ static void test_bbr_long_rtt_rounds_use_best_sample(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 40, 0.41, __LINE__);
 }
 
+/* With TCP_CC_INFO's pacing gain the kernel's own BBR state decides: startup (739/256)
+ * until i6, drain (88) from there, whatever the delivery rate says. */
+static void test_bbr_kernel_pacing_gain_decides(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 12; i++) {
+        /* the rate doubles throughout: the emulated test would never fire */
+        push(&z, 0.01 * (i + 1), 10.0 * (i + 1), 0, 10000, (double)(1u << i));
+        z.s[i].bbr_pacing_gain = i < 6 ? 739 : 88;
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 6, 0.07, __LINE__);
+    /* and a flat rate under a startup gain is still startup */
+    z.n = 0;
+    for (int i = 0; i < 12; i++) {
+        push(&z, 0.01 * (i + 1), 100, 0, 10000, 50);
+        z.s[i].bbr_pacing_gain = 739;
+    }
+    expect_never(&z, SS_ALGO_AUTO, SS_CC_BBR, __LINE__);
+    /* probe_bw's 1.25 (320) is out of startup too */
+    z.s[4].bbr_pacing_gain = 320;
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 4, 0.05, __LINE__);
+}
+
+/* Rounds that were application-limited throughout do not count (as in the kernel): a flat
+ * 10 Mbit/s that is app-limited on i1..i5 counts from i6: fires at i8, not at i3. */
+static void test_bbr_app_limited_rounds_do_not_count(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 12; i++) {
+        push(&z, 0.01 * (i + 1), 100, 0, 10000, 10);
+        z.s[i].rate_app_limited = i >= 1 && i <= 5;
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 8, 0.09, __LINE__);
+}
+
 /* Flat 100 MSS from the start, samples every 5 ms, RTT 10 ms -> polls every 20 ms.
  * The RTT triples at the second poll (i7): that comparison is void, the next one counts. */
 static void test_rtt_jump_suppresses_decision(void)
@@ -335,6 +370,8 @@ int main(void)
     test_cached_ssthresh_not_reached();
     test_bbr_startup_plateau();
     test_bbr_long_rtt_rounds_use_best_sample();
+    test_bbr_kernel_pacing_gain_decides();
+    test_bbr_app_limited_rounds_do_not_count();
     test_rtt_jump_suppresses_decision();
     test_rtt_not_yet_valid();
     test_idle_stream_flat_cwnd();
