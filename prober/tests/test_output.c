@@ -1,0 +1,191 @@
+/* test_output.c: the result and sample events carry exactly the EVENTS.md figures. */
+#include "check.h"
+#include "output.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Run fn(r) with stdout captured; returns the last line parsed as JSON. */
+static json_t *capture(void (*fn)(const qp_run *), const qp_run *r)
+{
+    FILE *tmp = tmpfile();
+    char buf[65536], *last;
+    size_t n;
+    int saved;
+
+    fflush(stdout);
+    saved = dup(1);
+    dup2(fileno(tmp), 1);
+    fn(r);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    rewind(tmp);
+    n = fread(buf, 1, sizeof(buf) - 1, tmp);
+    fclose(tmp);
+    buf[n] = '\0';
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    last = strrchr(buf, '\n');
+    return json_loads(last ? last + 1 : buf, 0, NULL);
+}
+
+/* A one-stream run whose outcome the tests fill in. */
+static void make_run(qp_run *r, qp_opts *o, qp_stream *s, qp_mode mode)
+{
+    opts_defaults(o);
+    o->host = "127.0.0.1";
+    o->port = 5201;
+    o->mode = mode;
+    memset(r, 0, sizeof(*r));
+    memset(s, 0, sizeof(*s));
+    r->o = o;
+    r->n = 1;
+    r->streams = s;
+    snprintf(r->congestion, sizeof(r->congestion), "cubic");
+    r->mss_bytes = 1448;
+    r->window_given_bytes = 131072;
+    s->id = 1;
+    s->acked = 1000000;
+    atomic_store(&s->written, 1000000);
+    s->server_bytes = 999000;
+    s->ti.total_retrans = 3;
+    r->out.bytes_sent = 1000000;
+    r->out.bytes_acked = 1000000;
+    r->out.server_bytes = 999000;
+    r->out.elapsed_s = 2.0;
+    r->out.retransmits = 3;
+}
+
+#define NUM(j, k) json_number_value(json_object_get((j), (k)))
+#define ISNULL(j, k) json_is_null(json_object_get((j), (k)))
+
+/* Quick mode: the quick figure drives the estimate and the savings. */
+static void test_result_quick_figures(void)
+{
+    qp_run r;
+    qp_opts o;
+    qp_stream s;
+    json_t *j;
+
+    make_run(&r, &o, &s, MODE_QUICK);
+    r.out.ss_ended = 1;
+    r.out.ss_t = 0.5;
+    r.out.ss_rule = SS_RULE_PAPER_CWND_STABLE;
+    r.out.quick_entered = 1;
+    r.out.quick_bps = 5e6;
+    r.out.quick_window_s = 1.0;
+    j = capture(out_result, &r);
+    CHECK(j != NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "event")), "result");
+    CHECK(json_is_true(json_object_get(j, "quick_mode_entered")));
+    CHECK_NEAR(NUM(j, "quick_bps"), 5e6, 1e-3);
+    CHECK_NEAR(NUM(j, "cumulative_bps"), 4e6, 1e-3);     /* 1e6 B * 8 / 2 s */
+    CHECK(ISNULL(j, "full_bps"));
+    CHECK_EQ(NUM(j, "server_bytes"), 999000);
+    CHECK_EQ(NUM(j, "full_time_s"), 10);
+    CHECK_EQ(NUM(j, "full_bytes_estimate"), 6250000);    /* 5e6 * 10 / 8 */
+    CHECK_NEAR(NUM(j, "time_saved_pct"), 80.0, 1e-9);    /* 1 - 2 / 10 */
+    CHECK_NEAR(NUM(j, "traffic_saved_pct"), 84.0, 1e-9); /* 1 - 1e6 / 6.25e6 */
+    CHECK_STR(json_string_value(json_object_get(j, "rule")), "paper_cwnd_stable");
+    CHECK_NEAR(NUM(j, "slow_start_end_s"), 0.5, 1e-12);
+    CHECK(ISNULL(j, "validate"));
+    CHECK(json_is_false(json_object_get(j, "interrupted")));
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "window"), "given_bytes")), 131072);
+    CHECK(ISNULL(json_object_get(j, "window"), "requested_bytes"));
+    CHECK_EQ(NUM(json_array_get(json_object_get(j, "streams"), 0), "server_bytes"), 999000);
+    json_decref(j);
+}
+
+/* Quick mode that never left slow-start: no quick figure, estimate from cumulative. */
+static void test_result_quick_not_entered(void)
+{
+    qp_run r;
+    qp_opts o;
+    qp_stream s;
+    json_t *j;
+
+    make_run(&r, &o, &s, MODE_QUICK);
+    r.out.elapsed_s = 10.0;
+    j = capture(out_result, &r);
+    CHECK(json_is_false(json_object_get(j, "quick_mode_entered")));
+    CHECK(ISNULL(j, "quick_bps"));
+    CHECK(ISNULL(j, "quick_window_s"));
+    CHECK(ISNULL(j, "rule"));
+    CHECK(ISNULL(j, "slow_start_end_s"));
+    CHECK_NEAR(NUM(j, "cumulative_bps"), 8e5, 1e-6);
+    CHECK_EQ(NUM(j, "full_bytes_estimate"), 1000000);
+    CHECK_NEAR(NUM(j, "time_saved_pct"), 0.0, 1e-9);
+    json_decref(j);
+}
+
+/* Validate mode: full figures, savings null, and the paired quick figure's error. */
+static void test_result_validate_error_pct(void)
+{
+    qp_run r;
+    qp_opts o;
+    qp_stream s;
+    json_t *j, *v;
+
+    make_run(&r, &o, &s, MODE_VALIDATE);
+    o.iperf2 = 1;
+    s.server_bytes = -1;
+    r.out.server_bytes = -1;
+    r.out.ss_ended = 1;
+    r.out.ss_t = 0.25;
+    r.out.ss_rule = SS_RULE_BBR_PLATEAU;
+    r.out.quick_entered = 1;
+    r.out.quick_bps = 4.4e6;
+    r.out.quick_end_t = 1.25;
+    r.out.quick_bytes_sent = 600000;
+    j = capture(out_result, &r);
+    CHECK(json_is_false(json_object_get(j, "quick_mode_entered")));
+    CHECK(ISNULL(j, "quick_bps"));
+    CHECK_NEAR(NUM(j, "full_bps"), 4e6, 1e-3);
+    CHECK(ISNULL(j, "server_bytes"));
+    CHECK(ISNULL(j, "time_saved_pct"));
+    CHECK(ISNULL(j, "traffic_saved_pct"));
+    v = json_object_get(j, "validate");
+    CHECK(json_is_object(v));
+    CHECK_NEAR(NUM(v, "quick_bps"), 4.4e6, 1e-3);
+    CHECK_NEAR(NUM(v, "full_bps"), 4e6, 1e-3);
+    CHECK_NEAR(NUM(v, "error_pct"), 10.0, 1e-9);
+    CHECK_NEAR(NUM(v, "quick_elapsed_s"), 1.25, 1e-12);
+    CHECK_EQ(NUM(v, "quick_bytes_sent"), 600000);
+    CHECK_STR(json_string_value(json_object_get(v, "rule")), "bbr_plateau");
+    CHECK(ISNULL(json_array_get(json_object_get(j, "streams"), 0), "server_bytes"));
+    json_decref(j);
+}
+
+/* Print an error for capture(). */
+static void print_auth_error(const qp_run *r)
+{
+    qp_err e = { .code = "auth_required", .has_iperf_error = 1, .iperf_error = 142 };
+
+    (void)r;
+    snprintf(e.message, sizeof(e.message), "needs a token");
+    out_error(&e);
+}
+
+/* Error events always carry iperf_error and errno, null when unknown. */
+static void test_error_fields(void)
+{
+    json_t *j = capture(print_auth_error, NULL);
+
+    CHECK_STR(json_string_value(json_object_get(j, "code")), "auth_required");
+    CHECK_EQ(json_integer_value(json_object_get(j, "iperf_error")), 142);
+    CHECK(ISNULL(j, "errno"));
+    json_decref(j);
+}
+
+/* Run every test; the exit status says whether all passed. */
+int main(void)
+{
+    out_set_json(1);
+    test_result_quick_figures();
+    test_result_quick_not_entered();
+    test_result_validate_error_pct();
+    test_error_fields();
+    return check_done();
+}
