@@ -15,9 +15,10 @@ PASSWORD = "browser-progress-pw-1"
 
 LIVE_STATE = """() => {
   const phase = document.getElementById('phase');
+  const status = document.getElementById('status');
   const el = document.getElementById('chart-live');
   const chart = el && window.Chart && Chart.getChart(el);
-  return {phase: phase ? phase.textContent : null,
+  return {phase: phase ? phase.textContent : null, status: status ? status.textContent.trim() : null,
           points: chart ? chart.data.datasets.map((d) => d.data.length) : null};
 }"""
 
@@ -31,7 +32,7 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
     # A 3 s full run: six polls at 500 ms while data flows, so the chart must have grown.
     slug = request_test(page, celery_worker.name, "full", 3, streams=2)
 
-    phases, most_points, drawn = [], [0, 0, 0], None
+    phases, most_points, drawn, stale = [], [0, 0, 0], None, []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -40,6 +41,8 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
             state = page.evaluate(LIVE_STATE)
             if state["phase"] and (not phases or phases[-1] != state["phase"]):
                 phases.append(state["phase"])
+            if state["phase"] not in (None, "queued") and state["status"] == "queued":
+                stale.append(state)
             if state["points"] and sum(state["points"]) > sum(most_points):
                 drawn = chart_summary(page, "chart-live")
                 most_points = state["points"]
@@ -54,6 +57,8 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
     m = Measurement.objects.get(slug=slug)
     assert m.status == "done", (m.status, m.failure_code, m.failure_reason)
     assert "full" in phases, f"phases seen: {phases}"
+    # The status badge follows the phase bar: data flowing means the test is running.
+    assert not stale, f"status badge still 'queued' while the phase bar moved on: {stale[:3]}"
     # Every live dataset (InstBW, CumuBW, cwnd) got points and was drawn in its colour.
     assert min(most_points) > 0, f"the live chart never got samples (phases {phases})"
     assert drawn and all(ds["pixels"] > 20 for ds in drawn), drawn
