@@ -101,3 +101,17 @@ def test_labctl_exec_then_down_tears_down(lab_ready, tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait(5)
+
+
+def test_labctl_without_root_says_why(tmp_path):
+    if os.geteuid() != 0:
+        assert labctl.lab_unavailable_reason() is not None
+        return
+    # Drop to nobody in a child: the lab must refuse with the reason the tests skip with.
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        sys.executable, "-c",
+                        "import sys; sys.path.insert(0, sys.argv[1]); import labctl; "
+                        "print(labctl.lab_unavailable_reason())", str(ROOT / "prober" / "lab")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "the path lab needs root (network namespaces and TUN devices)"
