@@ -1,8 +1,10 @@
 /* slowstart.c: end-of-slow-start detection (see slowstart.h).
  *
  * SS_ALGO_PAPER is Figure 2 of Tirumala, Cottrell, Dunigan (PAM 2003) as published.
- * SS_ALGO_AUTO adds the kernel's own verdicts (ssthresh for Reno / CUBIC, BBR's
- * full-bandwidth test) and guards the paper rule where it fires too early.
+ * SS_ALGO_AUTO adds the kernel's own verdicts (ssthresh for Reno / CUBIC and any other
+ * loss-based cc; for BBR its startup state from TCP_CC_INFO when the caller has it, else
+ * an emulation of BBR's full-bandwidth test on tcpi_delivery_rate) and guards the paper
+ * rule where it fires too early (idle streams; BBR's flat-while-estimating cwnd).
  *
  * Choices where the paper is silent:
  * - Footnote 4 ("RTT does not change drastically between polls"): a jump is a change
