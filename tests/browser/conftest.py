@@ -7,7 +7,8 @@ import os
 import shutil
 
 import pytest
-from pwhelpers import PageWatch
+
+from tests.browser.pwhelpers import PageWatch
 
 # Playwright's sync API runs an event loop in this thread; Django then refuses ORM calls from
 # it as "async-unsafe" although they are ordinary blocking calls made between page actions.
@@ -71,5 +72,5 @@ def watched_page(request, chromium):
 # --- real services the flow needs -------------------------------------------------------------
 
 # The backend's e2e worker fixture: a real prefork Celery worker on a queue of its own, against
-# the test database, with this session's cache namespace. Yields a Worker (.name = its vantage).
+# the test database, with the test's cache namespace. Yields a Worker (.name = its vantage).
 from tests.e2e.conftest import celery_worker  # noqa: E402,F401

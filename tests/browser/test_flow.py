@@ -6,12 +6,12 @@ import io
 import re
 
 import pytest
-from pwhelpers import FINISHED, chart_summary, log_in, wait_for_chart
 
 from portal.measure.csvexport import MEASUREMENT_CSV_COLUMNS
 from portal.measure.models import Measurement
 from portal.measure.templatetags.units import format_bps
 from tests import factories
+from tests.browser.pwhelpers import FINISHED, chart_summary, log_in, wait_for_chart
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 

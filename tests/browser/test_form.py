@@ -1,10 +1,10 @@
 """The request form in the browser: a bad value comes back with a message at its field that says
 what is allowed, nothing is queued, and what the user typed is kept."""
 import pytest
-from pwhelpers import log_in
 
 from portal.measure.models import Measurement
 from tests import factories
+from tests.browser.pwhelpers import log_in
 
 pytestmark = pytest.mark.browser
 

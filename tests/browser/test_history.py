@@ -5,9 +5,9 @@ import math
 
 import pytest
 from django.utils import timezone
-from pwhelpers import chart_summary, wait_for_chart
 
 from tests import factories
+from tests.browser.pwhelpers import chart_summary, wait_for_chart
 
 pytestmark = pytest.mark.browser
 

@@ -4,10 +4,10 @@ import time
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
-from pwhelpers import FINISHED, chart_summary, log_in, request_test, wait_for_chart
 
 from portal.measure.models import Measurement
 from tests import factories, servers
+from tests.browser.pwhelpers import FINISHED, chart_summary, log_in, request_test, wait_for_chart
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 

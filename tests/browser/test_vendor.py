@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from portal.middleware import POLICY
-from pwhelpers import canvas_ink
+from tests.browser.pwhelpers import canvas_ink
 
 VENDOR = Path(__file__).resolve().parents[2] / "static" / "vendor"
 ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| `(?P<package>[^`]+)` \| (?P<version>[0-9.]+)[^|]*\|[^|]*\| `(?P<sha>[0-9a-f]{64})` \|$")
