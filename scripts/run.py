@@ -9,7 +9,6 @@ SQLite and a file-system broker under var/.
 """
 import ctypes
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -109,25 +108,13 @@ def setup_django():
     return settings
 
 
-def prepare(settings, iperf_port):
-    from django.contrib.auth import get_user_model
+def prepare(iperf_port):
     from django.core.management import call_command
 
-    from portal.measure.models import ApiToken, Site
-    from portal.measure.vantages import register_vantage
+    from portal.measure.demo import setup_demo
 
     call_command("migrate", interactive=False, verbosity=0)
-    site, _ = Site.objects.update_or_create(
-        slug="local-iperf3",
-        defaults={"name": "Local iperf3", "host": "127.0.0.1", "port": iperf_port, "protocol": "iperf3",
-                  "location": "this machine (loopback)", "enabled": True,
-                  "notes": "The iperf3 -s that make run starts; loopback, so expect tens of Gbit/s."})
-    vantage = register_vantage(settings.VANTAGE_NAME, "this machine")
-    user, _ = get_user_model().objects.get_or_create(username="demo")
-    password = os.environ.get("DEMO_PASSWORD") or secrets.token_urlsafe(9)
-    user.set_password(password)
-    user.save()
-    token = ApiToken.issue(user)
+    site, vantage, _user, password, token = setup_demo(iperf_port)
     return site, vantage, password, token
 
 
@@ -151,7 +138,7 @@ def main():
     try:
         procs.start("iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)],
                     stdout=subprocess.DEVNULL)
-        site, vantage, password, token = prepare(settings, iperf_port)
+        site, vantage, password, token = prepare(iperf_port)
         py = sys.executable
         procs.start("celery worker", [py, "-m", "celery", "-A", "workers.celery", "worker", "-B",
                                       "-s", str(settings.VAR_DIR / "celerybeat-schedule"),

@@ -117,3 +117,26 @@ def test_admin_requires_staff(client, user):
     client.force_login(user)
     response = client.get("/admin/measure/measurement/")
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def test_demo_setup_command_creates_site_vantage_login_token(db, capsys, settings):
+    from django.contrib.auth import authenticate
+    from django.core.management import call_command
+
+    from portal.measure.models import ApiToken, Site
+
+    settings.VANTAGE_NAME = "demo-host"
+    call_command("demo_setup", "--iperf-port", "5999", "--password", "s3cret-demo-pw")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "site local-iperf3: iperf3 on 127.0.0.1:5999; vantage demo-host"
+    assert out[1] == "login: demo / s3cret-demo-pw"
+    token = out[2].removeprefix("token: ")
+    assert authenticate(username="demo", password="s3cret-demo-pw") is not None
+    assert ApiToken.objects.get(key_hash=ApiToken.hash_key(token)).user.username == "demo"
+    site = Site.objects.get(slug="local-iperf3")
+    assert (site.host, site.port, site.protocol, site.enabled) == ("127.0.0.1", 5999, "iperf3", True)
+    assert Vantage.objects.filter(name="demo-host").exists()
+    # Run again (make run does at each start): the same rows, updated.
+    call_command("demo_setup", "--iperf-port", "6001")
+    assert Site.objects.filter(slug="local-iperf3").count() == 1
+    assert Site.objects.get(slug="local-iperf3").port == 6001
