@@ -10,10 +10,17 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include "output.h"
 
 #define INST_WINDOW_S 0.5
+/* Unsent data queued in the kernel is limited to this much sending time: enough to
+ * ride out a sender's scheduling delay, small enough that stopping is quick (the
+ * kernel would otherwise queue up to a cwnd more, another RTT to drain). */
+#define LOWAT_S 0.02
+#define LOWAT_MIN_BYTES (16u * 1024)
 
 typedef struct {
     qp_run *r;
@@ -153,6 +160,24 @@ static double ring_inst_bps(const qp_run *r, double t, uint64_t acked)
     return measure_inst_bps(tmp, r->ring_len, t, acked);
 }
 
+/* Keep the stream's unsent queue at about LOWAT_S of its delivery rate. */
+static void tune_lowat(qp_stream *s)
+{
+    uint64_t want = (uint64_t)((double)s->ti.delivery_rate_bps / 8.0 * LOWAT_S);
+    int v;
+
+    if (want < LOWAT_MIN_BYTES)
+        want = LOWAT_MIN_BYTES;
+    if (want > INT32_MAX)
+        want = INT32_MAX;
+    /* Only sizeable changes: each setsockopt takes the socket lock from the sender. */
+    if (s->lowat_bytes && want * 4 < s->lowat_bytes * 5 && want * 5 > s->lowat_bytes * 4)
+        return;
+    v = (int)want;
+    if (setsockopt(s->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v)) == 0)
+        s->lowat_bytes = want;
+}
+
 /* Read one stream's TCP_INFO and feed its detector at time t. */
 static void sample_stream(qp_stream *s, double t)
 {
@@ -165,6 +190,7 @@ static void sample_stream(qp_stream *s, double t)
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
     if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)
         s->max_snd_wnd_bytes = s->ti.snd_wnd_bytes;
+    tune_lowat(s);
     if (s->rule != SS_RULE_NONE)
         return;
     ss = (ss_sample){ .t_s = t, .cwnd_bytes = s->ti.cwnd_bytes,

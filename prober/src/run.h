@@ -25,6 +25,7 @@ typedef struct {
     qp_tcpinfo ti;                  /* latest sample */
     uint64_t acked;                 /* data bytes acked at the latest sample */
     uint32_t max_snd_wnd_bytes;     /* largest window the receiver advertised */
+    uint64_t lowat_bytes;           /* TCP_NOTSENT_LOWAT set, 0 = kernel default */
     uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */
     double drain_wnd_t;             /* when it last changed */
     ss_detector det;
