@@ -173,7 +173,8 @@ def report(args, clients, sampling, wall_s):
         "",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} on "
         f"{platform.node()} ({os.cpu_count()} CPUs, kernel {platform.release()}), "
-        f"`{' '.join(sys.argv)}`, {wall_s:.0f} s wall.",
+        f"`{' '.join(sys.argv)}`, {wall_s:.0f} s wall, load average at the end "
+        f"{os.getloadavg()[0]:.1f}.",
         f"Full mode, -t {args.time}, one `iperf3 -s` for every run, runs alternating and the "
         "order flipping each pair. Throughput = bytes the server received x 8 / the client's "
         "test duration (prober: `server_bytes` / `elapsed_s`; iperf3 -J: "
