@@ -17,9 +17,10 @@
 
 #define INST_WINDOW_S 0.5
 /* Unsent data queued in the kernel is limited to this much sending time: enough to
- * ride out a sender's scheduling delay, small enough that stopping is quick (the
- * kernel would otherwise queue up to a cwnd more, another RTT to drain). */
-#define LOWAT_S 0.02
+ * ride out a sender's scheduling delay even in slow-start (which sends at twice the
+ * delivery rate), small enough that stopping is quick (the kernel would otherwise
+ * queue up to a cwnd more, another RTT to drain). */
+#define LOWAT_S 0.04
 #define LOWAT_MIN_BYTES (16u * 1024)
 
 typedef struct {
