@@ -204,6 +204,8 @@ VANTAGE_NAME = env_str("VANTAGE_NAME", "local")
 # The prober may run this long past the requested duration (connect and protocol timeouts,
 # the drain before TEST_END) before the runner kills it as overrun.
 PROBER_MARGIN_S = env_number("PROBER_MARGIN_S", 20.0, kind=float, minimum=1.0)
+# How often a worker refreshes its vantage's last_seen.
+VANTAGE_HEARTBEAT_S = env_number("VANTAGE_HEARTBEAT_S", 60.0, kind=float, minimum=0.1)
 HEARTBEAT_INTERVAL_S = env_number("HEARTBEAT_INTERVAL_S", 2.0, kind=float, minimum=0.1)
 # A running row whose heartbeat is older than this belongs to a lost worker.
 REAPER_HEARTBEAT_S = env_number("REAPER_HEARTBEAT_S", 30.0, kind=float, minimum=1.0)

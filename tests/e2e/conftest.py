@@ -41,7 +41,7 @@ def celery_worker(transactional_db, quickprobe_bin, cache_key_prefix):
         pytest.fail("the e2e tests need REDIS_URL (make test sets it)")
     name = f"e2e-{secrets.token_hex(4)}"
     env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=cache_key_prefix,
-               HEARTBEAT_INTERVAL_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2", PYTHONUNBUFFERED="1")
+               HEARTBEAT_INTERVAL_S="0.5", VANTAGE_HEARTBEAT_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2", PYTHONUNBUFFERED="1")
     servers.ARTIFACTS.mkdir(exist_ok=True)
     log = servers.ARTIFACTS / f"celery-{name}.log"
     with open(log, "w") as out:

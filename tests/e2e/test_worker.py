@@ -36,6 +36,9 @@ def test_e2e_api_quick_measurement_done_with_trace(client, token, celery_worker,
     site = factories.make_site(slug="e2e-site", port=iperf3_port)
     vantage = Vantage.objects.get(name=celery_worker.name)
     assert vantage.congestion_controls and vantage.kernel
+    # The worker keeps its vantage's last_seen fresh while it runs, test or no test.
+    servers.wait_until(lambda: Vantage.objects.get(pk=vantage.pk).last_seen > vantage.last_seen, 10,
+                       "a vantage presence refresh")
     slug = request_test(client, token, site=site.slug, vantage=celery_worker.name, mode="quick", duration_s=5)
     body = wait_finished(client, token, slug)
     assert body["status"] == "done", body
