@@ -14,12 +14,15 @@ app.conf.task_default_queue = "celery"
 app.conf.task_routes = {"measure.reap": {"queue": "celery"}}
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
 
+
 def _reaper_interval():
     from django.conf import settings
 
     return settings.REAPER_INTERVAL_S
 
+
 app.conf.beat_schedule = {"reap-lost-measurements": {"task": "measure.reap", "schedule": _reaper_interval()}}
+
 
 def _own_vantage(worker_app):
     """This host's vantage name if this worker consumes its queue, else None."""
@@ -28,6 +31,7 @@ def _own_vantage(worker_app):
     queues = set(worker_app.amqp.queues.consume_from or ())
     name = settings.VANTAGE_NAME
     return name if f"vantage.{name}" in queues else None
+
 
 class VantagePresence(bootsteps.StartStopStep):
     """Refreshes the vantage's last_seen while the worker runs, so pages can tell a live
@@ -51,6 +55,7 @@ class VantagePresence(bootsteps.StartStopStep):
             self.tref.cancel()
             self.tref = None
 
+
 def _touch_vantage(name):
     import logging
 
@@ -65,9 +70,13 @@ def _touch_vantage(name):
     except Exception:  # a database hiccup must not take the worker down; the next tick retries
         logging.getLogger(__name__).exception("could not refresh vantage %s", name)
 
+
 app.steps["worker"].add(VantagePresence)
 
+
 @worker_ready.connect
+
+
 def register_this_vantage(sender=None, **kwargs):
     """A worker that consumes a vantage queue announces the host it runs on."""
     name = _own_vantage(sender.app) if sender is not None else None
