@@ -75,8 +75,6 @@ app.steps["worker"].add(VantagePresence)
 
 
 @worker_ready.connect
-
-
 def register_this_vantage(sender=None, **kwargs):
     """A worker that consumes a vantage queue announces the host it runs on."""
     name = _own_vantage(sender.app) if sender is not None else None
