@@ -273,14 +273,14 @@ def run_prober(measurement, sink):
                     for line in reader.feed(chunk):
                         sink.handle_line(line)
                 except ValueError as exc:
-                    problem = ("protocol", f"unreadable prober output: {exc}")
+                    problem = ("prober_output", f"unreadable prober output: {exc}")
                     break
         if problem is None:
             if reader.buffer.strip():
                 try:
                     sink.handle_line(reader.buffer)
                 except ValueError as exc:
-                    problem = ("protocol", f"unreadable prober output: {exc}")
+                    problem = ("prober_output", f"unreadable prober output: {exc}")
             try:
                 returncode = proc.wait(timeout=max(1.0, started + limit_s - time.monotonic()))
             except subprocess.TimeoutExpired:
