@@ -1,0 +1,68 @@
+"""The slow-start detector on emulated WAN paths (the path lab): on loopback slow-start is
+over in a few milliseconds and every rule looks right; here each rule has a path where it
+alone is the right answer. Skipped, with the lab's reason, where the lab cannot run."""
+import json
+
+import pytest
+
+from tests.lab.conftest import built_delayline, labctl, lab_ready, make_lab  # noqa: F401
+from tests.prober import qp
+
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(120)]
+
+
+def lab_for(make_lab, name):  # noqa: F811
+    path = labctl.load_paths()[name]
+    return path, make_lab(**{k: getattr(path, k) for k in labctl.PathSpec.__dataclass_fields__})
+
+
+def validate(lab, path, cc, secs=4):
+    argv = [str(qp.QUICKPROBE), "--json", "-c", lab.far_addr, "-p", str(lab.port),
+            "--mode", "validate", "-t", str(secs), "-C", cc]
+    if path.server == "iperf2":
+        argv.append("--iperf2")
+    r = lab.run(argv, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    events = qp.parse_lines(r.stdout)
+    res = events[-1]
+    assert res["event"] == "result", events[-3:]
+    return res, events
+
+
+def test_detector_rwnd_limited_path_ends_by_paper_rule(make_lab):  # noqa: F811
+    # rice: 45 ms, the iperf 2 server's 256 KB receive window caps the flow far below the
+    # 300 Mbit/s bottleneck: no loss, so Reno never sets ssthresh and only the paper's flat
+    # cwnd says slow-start is over. (Not CUBIC: its HyStart may take delay-line jitter on
+    # this busy box for a rising RTT and set ssthresh first, which is right but not exact.)
+    path, lab = lab_for(make_lab, "rice")
+    res, events = validate(lab, path, "reno")
+    v = res["validate"]
+    assert v["rule"] == "paper_cwnd_stable", v
+    assert v["slow_start_end_s"] > 2 * path.rtt_ms / 1e3
+    assert all(e["streams"][0]["ssthresh_bytes"] is None for e in events
+               if e["event"] == "sample" and e["t"] <= v["slow_start_end_s"])
+    # A window-limited flow is as steady as flows get: quick within 10 % of the full run.
+    assert abs(v["error_pct"]) <= 10, v
+
+
+def test_detector_cubic_wan_path_ends_by_ssthresh(make_lab):  # noqa: F811
+    # wan50: 50 ms, 100 Mbit/s, one-BDP buffer: HyStart (or the first loss) sets ssthresh
+    # long before cwnd stops growing by 3 MSS per 2 RTT.
+    path, lab = lab_for(make_lab, "wan50")
+    res, events = validate(lab, path, "cubic")
+    v = res["validate"]
+    assert v["rule"] == "ssthresh_set", v
+    at_end = [e for e in events if e["event"] == "sample" and e["t"] == v["slow_start_end_s"]]
+    assert at_end, "the deciding sample is in the stream"
+    s = at_end[0]["streams"][0]
+    assert s["ssthresh_bytes"] is not None and s["cwnd_bytes"] >= s["ssthresh_bytes"], s
+    assert v["slow_start_end_s"] > 2 * path.rtt_ms / 1e3
+
+
+def test_detector_bbr_wan_path_ends_by_bbr_plateau(make_lab):  # noqa: F811
+    path, lab = lab_for(make_lab, "wan50")
+    res, _ = validate(lab, path, "bbr")
+    v = res["validate"]
+    assert v["rule"] == "bbr_plateau", v
+    # BBR's startup needs several rounds of doubling from 10 segments to reach 100 Mbit/s
+    assert v["slow_start_end_s"] > 4 * path.rtt_ms / 1e3, v
