@@ -167,6 +167,9 @@ static void tune_lowat(qp_stream *s)
     uint64_t want = (uint64_t)((double)s->ti.delivery_rate_bps / 8.0 * LOWAT_S);
     int v;
 
+    /* No rate before the first ACKs: leave the kernel's default until there is one. */
+    if (s->ti.delivery_rate_bps == 0)
+        return;
     if (want < LOWAT_MIN_BYTES)
         want = LOWAT_MIN_BYTES;
     if (want > INT32_MAX)
