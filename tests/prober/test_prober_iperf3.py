@@ -224,4 +224,7 @@ def test_json_lines_follow_the_events_contract(iperf3_server):
         assert s["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in s["streams"])
     sse = run.one("slow_start_end")
     assert [x["id"] for x in sse["streams"]] == [1, 3]
-    assert sse["t"] == max(x["t"] for x in sse["streams"])
+    last = max(sse["streams"], key=lambda x: x["t"])
+    assert sse["t"] == last["t"]
+    assert sse["rule"] == last["rule"]          # the rule of the last stream to leave
+    assert all(x["rule"] in qp.RULES for x in sse["streams"])
