@@ -270,10 +270,11 @@ static void maybe_interval(qp_run *r, const out_agg *a)
 
     if (iv <= 0 || a->t + 1e-9 < r->next_interval_t)
         return;
-    out_interval(r, r->interval_t0, a->t, a->bytes_acked - r->interval_acked0,
-                 a->retransmits - r->interval_retr0, a->cwnd_bytes);
-    r->interval_acked0 = a->bytes_acked;
-    r->interval_retr0 = a->retransmits;
+    out_interval(r, r->interval_t0, a->t);
+    for (int i = 0; i < r->n; i++) {
+        r->streams[i].iv_acked0 = r->streams[i].acked;
+        r->streams[i].iv_retr0 = r->streams[i].ti.total_retrans;
+    }
     r->interval_t0 = a->t;
     while (r->next_interval_t <= a->t + 1e-9)
         r->next_interval_t += iv;

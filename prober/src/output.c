@@ -45,21 +45,29 @@ static json_t *j_str_or_null(const char *s)
     return s && *s ? json_string(s) : json_null();
 }
 
+/* v with iperf's three significant digits, then the unit. */
+static void fmt_sig3(char *buf, size_t len, double v, const char *unit)
+{
+    if (v < 9.995) snprintf(buf, len, "%.2f %s", v, unit);
+    else if (v < 99.95) snprintf(buf, len, "%.1f %s", v, unit);
+    else snprintf(buf, len, "%.0f %s", v, unit);
+}
+
 /* Bytes as iperf prints them (1024-based). */
 static void fmt_bytes(char *buf, size_t len, double b)
 {
-    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, len, "%.2f GBytes", b / (1024.0 * 1024 * 1024));
-    else if (b >= 1024.0 * 1024) snprintf(buf, len, "%.2f MBytes", b / (1024.0 * 1024));
-    else if (b >= 1024.0) snprintf(buf, len, "%.2f KBytes", b / 1024.0);
+    if (b >= 1000.0 * 1024 * 1024) fmt_sig3(buf, len, b / (1024.0 * 1024 * 1024), "GBytes");
+    else if (b >= 1000.0 * 1024) fmt_sig3(buf, len, b / (1024.0 * 1024), "MBytes");
+    else if (b >= 1000.0) fmt_sig3(buf, len, b / 1024.0, "KBytes");
     else snprintf(buf, len, "%.0f Bytes", b);
 }
 
 /* Bits per second as iperf prints them (1000-based). */
 static void fmt_rate(char *buf, size_t len, double bps)
 {
-    if (bps >= 1e9) snprintf(buf, len, "%.2f Gbits/sec", bps / 1e9);
-    else if (bps >= 1e6) snprintf(buf, len, "%.2f Mbits/sec", bps / 1e6);
-    else if (bps >= 1e3) snprintf(buf, len, "%.2f Kbits/sec", bps / 1e3);
+    if (bps >= 1e9) fmt_sig3(buf, len, bps / 1e9, "Gbits/sec");
+    else if (bps >= 1e6) fmt_sig3(buf, len, bps / 1e6, "Mbits/sec");
+    else if (bps >= 1e3) fmt_sig3(buf, len, bps / 1e3, "Kbits/sec");
     else snprintf(buf, len, "%.0f bits/sec", bps);
 }
 
@@ -201,19 +209,39 @@ void out_ss_end(const qp_run *r)
     emit(j);
 }
 
-/* Print one human interval line (human report only). */
-void out_interval(const qp_run *r, double t0, double t1, uint64_t bytes, uint32_t retr,
-                  uint64_t cwnd_bytes)
+/* One iperf-style interval line. */
+static void interval_line(const char *label, double t0, double t1, uint64_t bytes,
+                          uint32_t retr, uint64_t cwnd_bytes)
 {
     char b[32], rate[32], cw[32];
 
-    if (g_json)
-        return;
     fmt_bytes(b, sizeof(b), (double)bytes);
     fmt_rate(rate, sizeof(rate), t1 > t0 ? (double)bytes * 8.0 / (t1 - t0) : 0.0);
     fmt_bytes(cw, sizeof(cw), (double)cwnd_bytes);
-    printf("[%s] %6.2f-%-6.2f sec  %12s  %15s  %4u  %s\n", r->n == 1 ? "  1" : "SUM", t0, t1,
-           b, rate, retr, cw);
+    printf("[%s] %6.2f-%-6.2f sec  %12s  %15s  %4u  %s\n", label, t0, t1, b, rate, retr, cw);
+}
+
+/* Print the human interval lines for [t0, t1]: one per stream, then the sum. */
+void out_interval(const qp_run *r, double t0, double t1)
+{
+    uint64_t bytes = 0, cwnd = 0;
+    uint32_t retr = 0;
+    char label[8];
+
+    if (g_json)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        const qp_stream *s = &r->streams[i];
+
+        snprintf(label, sizeof(label), "%3d", s->id);
+        if (r->n > 1)
+            interval_line(label, t0, t1, s->acked - s->iv_acked0,
+                          s->ti.total_retrans - s->iv_retr0, s->ti.cwnd_bytes);
+        bytes += s->acked - s->iv_acked0;
+        retr += s->ti.total_retrans - s->iv_retr0;
+        cwnd += s->ti.cwnd_bytes;
+    }
+    interval_line(r->n > 1 ? "SUM" : label, t0, t1, bytes, retr, cwnd);
     fflush(stdout);
 }
 

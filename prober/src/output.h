@@ -29,9 +29,8 @@ void out_sample(const qp_run *r, const out_agg *a);
 /* Print the end of slow-start. */
 void out_ss_end(const qp_run *r);
 
-/* Print one human interval line (human report only). */
-void out_interval(const qp_run *r, double t0, double t1, uint64_t bytes, uint32_t retr,
-                  uint64_t cwnd_bytes);
+/* Print the human interval lines for [t0, t1]: one per stream, then the sum. */
+void out_interval(const qp_run *r, double t0, double t1);
 
 /* Print the result event (or the human summary). */
 void out_result(const qp_run *r);

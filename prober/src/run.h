@@ -33,6 +33,8 @@ typedef struct {
     double ss_t;
     uint64_t ss_cwnd_bytes;
     int64_t server_bytes;           /* -1 = unknown */
+    uint64_t iv_acked0;             /* acked / retransmits when the human interval began */
+    uint32_t iv_retr0;
 } qp_stream;
 
 /* Data bytes this stream wrote: the sender counts after send() returns, and loopback can
@@ -92,8 +94,6 @@ typedef struct {
     uint64_t quick_acked0;
     int quick_open, quick_closed;
     double next_interval_t, interval_t0;
-    uint64_t interval_acked0;
-    uint32_t interval_retr0;
     qp_outcome out;
 } qp_run;
 
