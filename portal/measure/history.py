@@ -93,6 +93,16 @@ def trend_pct(recent, prior):
     return 100.0 * (recent - prior) / prior
 
 
+def site_with_version():
+    """Sites annotated with their newest measurement (pk, status, created_at): one indexed
+    lookup in the same query, and what cached site fragments are keyed on. A new test, or
+    the newest one changing state, makes a new key."""
+    newest = Measurement.objects.filter(site=OuterRef("pk")).order_by("-created_at")
+    return Site.objects.annotate(latest_pk=Subquery(newest.values("pk")[:1]),
+                                 latest_status=Subquery(newest.values("status")[:1]),
+                                 latest_created=Subquery(newest.values("created_at")[:1]))
+
+
 def site_summary(site):
     key = f"measure:site-summary:{site.pk}"
     summary = cache.get(key)

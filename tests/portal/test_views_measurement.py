@@ -102,6 +102,8 @@ def test_permalink_running_polls_and_shows_phase(client, measurement):
     assert '<li class="current" data-phase="slow_start">Slow-start</li>' in html
     assert '<li class="future" data-phase="measuring">Measuring</li>' in html
     assert '<canvas id="chart-live"' in html
+    # The full page has one status badge; the out-of-band copy is for polls only.
+    assert html.count('id="status"') == 1
     assert '<meta property="og:title" content="Test to Loopback iperf3 (running)">' in html
 
 
@@ -116,6 +118,7 @@ def test_progress_partial_htmx_returns_only_partial(client, measurement):
     assert html.lstrip().startswith('<div id="progress"')
     assert "<html" not in html
     assert '<li class="current" data-phase="measuring">Full run</li>' in html
+    assert '<span class="badge running" id="status" hx-swap-oob="true">running</span>' in html
     assert "0.50 s since the first byte" in html
     embedded = html.split('<script id="live-samples" type="application/json">')[1].split("</script>")[0]
     assert json.loads(embedded) == samples
@@ -206,3 +209,43 @@ def test_progress_poll_ignores_stored_copy(client, measurement):
     measurement.save()
     client.get(f"/m/{measurement.slug}/")
     assert client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").status_code == 286
+
+
+def test_permalink_local_copy_survives_redis_loss(client, done_measurement, settings, django_assert_num_queries):
+    client.get(f"/m/{done_measurement.slug}/")
+    # Another prefix is an empty shared cache: the process's own copy still answers.
+    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": "test-views-empty"}}
+    with django_assert_num_queries(0):
+        assert client.get(f"/m/{done_measurement.slug}/").status_code == 200
+
+
+def test_permalink_local_copies_dropped_when_rows_saved_here(client, done_measurement):
+    from portal.measure import views
+
+    client.get(f"/m/{done_measurement.slug}/")
+    assert len(views._local_copies._cache) == 1
+    factories.make_site()
+    assert len(views._local_copies._cache) == 0
+
+
+def test_permalink_large_page_not_kept_locally(client, site, vantage):
+    from portal.measure import views
+
+    big = factories.sample_trace_dict(n=3000, streams=(1, 3, 4, 5))
+    m = factories.make_done_measurement(site=site, vantage=vantage, trace=big)
+    response = client.get(f"/m/{m.slug}/")
+    assert len(response.content) > views.LOCAL_COPY_MAX_BYTES
+    assert len(views._local_copies._cache) == 0
+    # ... but the shared cache has it.
+    assert client.get(f"/m/{m.slug}/").content == response.content
+
+
+def test_permalink_logged_in_trace_fragment_cached(client, user, done_measurement, django_assert_num_queries):
+    client.force_login(user)
+    first = client.get(f"/m/{done_measurement.slug}/").content.decode()
+    # session, user, measurement: the trace is not loaded again
+    with django_assert_num_queries(3):
+        second = client.get(f"/m/{done_measurement.slug}/").content.decode()
+    # (The header's CSRF token is masked afresh on every render.)
+    assert second.split("<main>")[1] == first.split("<main>")[1]
+    assert '<script id="trace-data" type="application/json">' in second

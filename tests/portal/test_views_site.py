@@ -158,3 +158,19 @@ def test_site_history_unknown_slug_404_not_cached(client, site):
 
     make_site(slug="later", name="Later")
     assert client.get("/sites/later/").status_code == 200
+
+
+def test_site_history_logged_in_reuses_content_until_newest_row_changes(client, user, site, vantage,
+                                                                        django_assert_num_queries):
+    _done(site, vantage, _at(1))
+    client.force_login(user)
+    client.get("/sites/loopback/")
+    # session, user, site with its newest row: the content fragment is cached
+    with django_assert_num_queries(3):
+        client.get("/sites/loopback/")
+    queued = factories.make_measurement(site=site, vantage=vantage)
+    assert queued.slug in client.get("/sites/loopback/").content.decode()
+    queued.status = "failed"
+    queued.failure_code = "timeout"
+    queued.save()
+    assert '<code class="small">timeout</code>' in client.get("/sites/loopback/").content.decode()
