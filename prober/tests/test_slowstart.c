@@ -427,6 +427,46 @@ static void test_recorded_lab_traces(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 21, z.s[21].t_s, __LINE__);
 }
 
+/* A small deterministic generator, so the property test is the same on every run. */
+static uint32_t lcg(uint32_t *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return *state >> 8;
+}
+
+/* Invariants over 2000 random series (seeded): a verdict comes at most once and stays; the
+ * ssthresh rule (Reno, AUTO) is never later than the first sample where the kernel has
+ * left slow-start; nothing is decided on a sample whose RTT is not valid (PAPER). */
+static void test_random_series_invariants(void)
+{
+    static series z;
+    uint32_t st = 12345;
+    int late = 0, no_rtt = 0, zero_cwnd = 0;
+    for (int n = 0; n < 2000; n++) {
+        ss_rule r;
+        double t;
+        long at;
+        int k;
+        z.n = 0;
+        for (int i = 0; i < 100; i++) {
+            double cwnd = 1 + lcg(&st) % 200;
+            double ssth = lcg(&st) % 4 == 0 ? 1 + lcg(&st) % 200 : 0;
+            uint32_t rtt = lcg(&st) % 5 == 0 ? 0 : 20 + lcg(&st) % 100000;
+            push(&z, 0.001 * (1 + lcg(&st) % 40) + (i ? z.s[i - 1].t_s : 0), cwnd, ssth,
+                 rtt, (double)(lcg(&st) % 1000));
+        }
+        k = first_ssthresh_exit(&z);
+        at = run(&z, SS_ALGO_AUTO, SS_CC_RENO, &r, &t);
+        late += k >= 0 && (at < 0 || at > k);
+        at = run(&z, SS_ALGO_PAPER, SS_CC_CUBIC, &r, &t);
+        no_rtt += at >= 0 && z.s[at].rtt_us == 0;
+        zero_cwnd += at >= 0 && z.s[at].cwnd_bytes == 0;
+    }
+    CHECK_EQ(late, 0);
+    CHECK_EQ(no_rtt, 0);
+    CHECK_EQ(zero_cwnd, 0);
+}
+
 /* Names match the JSON contract; cc names map to families. */
 static void test_names(void)
 {
@@ -459,6 +499,7 @@ int main(void)
     test_rtt_not_yet_valid();
     test_idle_stream_flat_cwnd();
     test_recorded_lab_traces();
+    test_random_series_invariants();
     test_zero_cwnd_no_decision();
     test_verdict_is_final();
     test_names();
