@@ -2,7 +2,7 @@
 """How close is quick mode to a 20 s test? Measured over emulated WAN paths (the path lab).
 
     make bench-quick            # default matrix, under 10 minutes
-    make bench-quick FULL=1     # the large matrix (RTT x rate x cc x streams, ~1.5 h)
+    make bench-quick FULL=1     # the large matrix: 128 rows x ~47 s, about 1 h 40 min
     bench_quick.py --only caltech-cubic-P1 --seconds 5    # one row, short runs (smoke test)
 
 For every matrix row a fresh lab (prober/lab/labctl.py) is brought up and the prober runs
@@ -494,7 +494,7 @@ def pick_trace_rows(measured: list[dict]) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--full", action="store_true", help="the large matrix (about 1.5 h)")
+    ap.add_argument("--full", action="store_true", help="the large matrix (128 rows, about 1 h 40 min)")
     ap.add_argument("--only", help="comma-separated row ids (see --list)")
     ap.add_argument("--list", action="store_true", help="list the matrix rows and exit")
     ap.add_argument("--seconds", type=int, default=20, help="length of the full runs (default 20)")
