@@ -373,7 +373,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000, help="measurements of the site for page timing")
     parser.add_argument("--csv-rows", type=int, default=1_000_000, help="site rows for the CSV export")
-    parser.add_argument("--repeats", type=int, default=30, help="timed rounds per page (after 3 warm-up)")
+    parser.add_argument("--repeats", type=int, default=50, help="timed rounds per page (after 3 warm-up)")
     parser.add_argument("--seed", type=int, default=20030404)
     parser.add_argument("--keep-db", action="store_true", help=f"leave the {BENCH_DB} database behind")
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench-portal.md"))
@@ -464,7 +464,7 @@ def run(args, db_url):
         f"Run {timezone.now():%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} cores, shared), "
         f"Python {platform.python_version()}, PostgreSQL database `{BENCH_DB}` (created and dropped by the run). "
         f"Command: `make bench-portal` (`scripts/bench_portal.py --rows {args.rows} --csv-rows {args.csv_rows} "
-        f"--repeats {args.repeats}`). Total run time {time.time() - started:.0f} s.",
+        f"--repeats {args.repeats}{' --calibrate' if args.calibrate else ''}`). Total run time {time.time() - started:.0f} s.",
         "",
         f"Data: {args.rows:,} measurements of one site over a year (85% quick, 10% full, 5% validate; "
         f"5% failed; each with its `result` JSON) loaded by COPY in {load_s:.1f} s, two neighbour sites with "
