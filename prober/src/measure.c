@@ -182,8 +182,8 @@ static void tune_lowat(qp_stream *s)
         s->lowat_bytes = want;
 }
 
-/* Read one stream's TCP_INFO and feed its detector at time t. */
-static void sample_stream(qp_stream *s, double t)
+/* Read one stream's TCP_INFO (and BBR's state when bbr) and feed its detector at t. */
+static void sample_stream(qp_stream *s, double t, int bbr)
 {
     char msg[128];
     ss_sample ss;
@@ -191,6 +191,8 @@ static void sample_stream(qp_stream *s, double t)
 
     if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
         return;
+    if (bbr)
+        tcpinfo_read_bbr(s->fd, &s->ti);
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
     if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)
         s->max_snd_wnd_bytes = s->ti.snd_wnd_bytes;
@@ -201,7 +203,9 @@ static void sample_stream(qp_stream *s, double t)
                       .ssthresh_bytes = s->ti.ssthresh_bytes, .rtt_us = s->ti.rtt_us,
                       .rttvar_us = s->ti.rttvar_us, .mss_bytes = s->ti.mss_bytes,
                       .delivery_rate_bps = s->ti.delivery_rate_bps,
-                      .bytes_acked = s->acked, .total_retrans = s->ti.total_retrans };
+                      .bytes_acked = s->acked, .total_retrans = s->ti.total_retrans,
+                      .bbr_pacing_gain = s->ti.bbr_pacing_gain,
+                      .rate_app_limited = s->ti.delivery_rate_app_limited };
     rule = ss_feed(&s->det, &ss);
     if (rule == SS_RULE_NONE)
         return;
@@ -299,8 +303,10 @@ static int take_sample(qp_run *r, double t, qp_err *e)
 {
     out_agg a = { .t = t };
 
+    int bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
+
     for (int i = 0; i < r->n; i++)
-        sample_stream(&r->streams[i], t);
+        sample_stream(&r->streams[i], t, bbr);
     aggregate(r, &a);
     a.inst_bps = ring_inst_bps(r, t, a.bytes_acked);
     a.cumu_bps = t > 0 ? (double)a.bytes_acked * 8.0 / t : 0.0;

@@ -163,14 +163,33 @@ static int parse_mode(const char *s, qp_mode *m, char *err, size_t errlen)
     return 0;
 }
 
+/* Set the target host; a bracketed IPv6 literal ("[::1]", as in URLs) loses its brackets. */
+static int set_host(qp_opts *o, const char *v, char *err, size_t errlen)
+{
+    size_t n = strlen(v);
+
+    if (n >= 2 && v[0] == '[' && v[n - 1] == ']') {
+        if (n - 2 >= sizeof(o->host_buf)) {
+            snprintf(err, errlen, "-c: the address in brackets is too long");
+            return -1;
+        }
+        memcpy(o->host_buf, v + 1, n - 2);
+        o->host_buf[n - 2] = '\0';
+        v = o->host_buf;
+    }
+    if (!*v) {
+        snprintf(err, errlen, "-c: the host must not be empty");
+        return -1;
+    }
+    o->host = v;
+    return 0;
+}
+
 /* Apply one option that takes a value; 0, -1 on a bad value, 1 if name is unknown. */
 static int apply_valued(qp_opts *o, const char *name, const char *v, char *err, size_t errlen)
 {
-    if (strcmp(name, "-c") == 0) {
-        if (!*v) { snprintf(err, errlen, "-c: the host must not be empty"); return -1; }
-        o->host = v;
-        return 0;
-    }
+    if (strcmp(name, "-c") == 0)
+        return set_host(o, v, err, errlen);
     if (strcmp(name, "-p") == 0) return parse_int(name, v, 1, 65535, &o->port, err, errlen);
     if (strcmp(name, "-t") == 0) return parse_int(name, v, 1, 3600, &o->time_s, err, errlen);
     if (strcmp(name, "-P") == 0)

@@ -12,6 +12,7 @@ typedef enum { MODE_QUICK = 0, MODE_FULL, MODE_VALIDATE } qp_mode;
 
 typedef struct {
     const char *host;
+    char host_buf[64];          /* a bracketed IPv6 literal without its brackets */
     int port;                   /* 0 until parsed: then the protocol default */
     int time_s;
     int streams;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <linux/tcp.h>
+#include <linux/inet_diag.h>
 
 /* The kernel reports "ssthresh never set" as a huge segment count. */
 #define SSTHRESH_INFINITE 0x7fffffffU
@@ -46,6 +47,23 @@ int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen)
     ti->notsent_bytes = k.tcpi_notsent_bytes;
     ti->unacked_segments = k.tcpi_unacked;
     ti->lost_segments = k.tcpi_lost;
+    ti->delivery_rate_app_limited = k.tcpi_delivery_rate_app_limited;
+    return 0;
+}
+
+/* Add BBR's own state (TCP_CC_INFO) to ti; 0, or -1 when fd is not using BBR. */
+int tcpinfo_read_bbr(int fd, qp_tcpinfo *ti)
+{
+    union tcp_cc_info info;
+    socklen_t len = sizeof(info);
+
+    memset(&info, 0, sizeof(info));
+    /* Other algorithms answer with their own struct or nothing: only a full BBR one counts. */
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CC_INFO, &info, &len) < 0 ||
+        len < sizeof(struct tcp_bbr_info))
+        return -1;
+    ti->bbr_pacing_gain = info.bbr.bbr_pacing_gain;
+    ti->bbr_bw_bps = (((uint64_t)info.bbr.bbr_bw_hi << 32) | info.bbr.bbr_bw_lo) * 8;
     return 0;
 }
 

@@ -27,10 +27,16 @@ typedef struct {
     uint32_t notsent_bytes;
     uint32_t unacked_segments;
     uint32_t lost_segments;
+    int delivery_rate_app_limited;  /* the rate sample was limited by the sender */
+    uint32_t bbr_pacing_gain;       /* x256; 0 = unknown or not BBR */
+    uint64_t bbr_bw_bps;            /* BBR's bandwidth estimate; 0 = unknown */
 } qp_tcpinfo;
 
 /* Read TCP_INFO of fd into ti; 0 or -1 with a message. */
 int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen);
+
+/* Add BBR's own state (TCP_CC_INFO) to ti; 0, or -1 when fd is not using BBR. */
+int tcpinfo_read_bbr(int fd, qp_tcpinfo *ti);
 
 /* The congestion control in use on fd (TCP_CONGESTION) into name; 0 or -1. */
 int tcpinfo_congestion(int fd, char *name, size_t namelen);

@@ -142,6 +142,12 @@ static void test_structure_errors(void)
     CHECK_STR(err, "unknown option '--bogus' (see --help)");
     CHECK_EQ(PARSE(&o, err, "-c", ""), -1);
     CHECK_STR(err, "-c: the host must not be empty");
+    CHECK_EQ(PARSE(&o, err, "-c", "[]"), -1);
+    CHECK_STR(err, "-c: the host must not be empty");
+    CHECK_EQ(PARSE(&o, err, "-c", "[fe80::1%eth0]"), 0);
+    CHECK_STR(o.host, "fe80::1%eth0");
+    CHECK_EQ(PARSE(&o, err, "-c", "::1"), 0);
+    CHECK_STR(o.host, "::1");
     CHECK_EQ(PARSE(&o, err, "-c", "h", "-C", "Cubic;rm"), -1);
     CHECK_CONTAINS(err, "is not a congestion control name");
     CHECK_EQ(PARSE(&o, err, "-c", "h", "-C", "cubic"), 0);
