@@ -91,6 +91,9 @@ static int ss_paper_guards_pass(const ss_detector *d, const ss_sample *s)
      * 2 x RTT a window-limited stream gets about two windows acked; ask for half of one. */
     if (s->bytes_acked < d->poll_bytes_acked + d->poll_cwnd_bytes / 2)
         return 0;
+    /* A cwnd held flat in the middle of a loss recovery (PRR pausing) is no plateau. */
+    if (s->ca_state >= 2)
+        return 0;
     /* BBR's cwnd is cwnd_gain x its bandwidth estimate x min RTT: it goes flat whenever
      * the estimate pauses for a round in mid-startup, so a flat BBR cwnd says little.
      * BBR's own plateau test (which also sees an rwnd-limited flat rate) decides while
@@ -118,16 +121,26 @@ static ss_rule ss_paper_poll(ss_detector *d, const ss_sample *s)
     return r;
 }
 
-/* The kernel left slow-start itself: ssthresh set (loss, HyStart) and cwnd has reached it. */
+/* The kernel left slow-start itself: ssthresh set (loss, HyStart) and cwnd has reached it,
+ * and no cwnd reduction is under way. */
 static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
 {
     /* BBR never sets ssthresh; a value there comes from the tcp_metrics cache of an
      * earlier Reno / CUBIC connection to the same host and means nothing to BBR. */
     if (d->cc == SS_CC_BBR)
         return SS_RULE_NONE;
-    if (s->ssthresh_bytes != 0 && s->cwnd_bytes != 0 && s->cwnd_bytes >= s->ssthresh_bytes)
-        return SS_RULE_SSTHRESH_SET;
-    return SS_RULE_NONE;
+    if (s->ssthresh_bytes == 0 || s->cwnd_bytes == 0 || s->cwnd_bytes < s->ssthresh_bytes)
+        return SS_RULE_NONE;
+    /* Right after a loss PRR still holds cwnd above the new ssthresh and brings it down
+     * over the recovery: a quick window opened then measures the recovery, not the path
+     * (on the lab's caltech and dial-up paths that cost 13 and 23 %). Wait until the
+     * reduction is over: the kernel's ca_state says so when the caller supplies it; a
+     * retransmission or a fall of cwnd since the last sample say so always (the first
+     * sample after a loss may even show cwnd still rising, but never a quiet repair). */
+    if (s->ca_state >= 2 || s->cwnd_bytes < d->prev_cwnd_bytes ||
+        s->total_retrans != d->prev_total_retrans)
+        return SS_RULE_NONE;
+    return SS_RULE_SSTHRESH_SET;
 }
 
 /* BBR's own verdict from TCP_CC_INFO: startup is the only state pacing at more than 2x. */
@@ -193,6 +206,8 @@ ss_rule ss_feed(ss_detector *d, const ss_sample *s)
     }
     if (r != SS_RULE_NONE)
         ss_decide(d, s, r);
+    d->prev_cwnd_bytes = s->cwnd_bytes;
+    d->prev_total_retrans = s->total_retrans;
     d->samples_fed++;
     return r;
 }

@@ -25,6 +25,8 @@ typedef struct {
      * initialise by field name keep working unchanged): */
     uint32_t bbr_pacing_gain;   /* TCP_CC_INFO tcp_bbr_info.bbr_pacing_gain (x256) */
     int rate_app_limited;       /* tcpi_delivery_rate_app_limited */
+    uint32_t ca_state;          /* tcpi_ca_state: 0 Open (or unknown), 1 Disorder, 2 CWR,
+                                   3 Recovery, 4 Loss */
 } ss_sample;
 
 /* Which rule ended slow-start. Names match the JSON "rule" strings. */
@@ -32,7 +34,8 @@ typedef enum {
     SS_RULE_NONE = 0,
     SS_RULE_PAPER_CWND_STABLE,  /* old >= 4 MSS and |new - old| < 3 MSS over 2 x RTT */
     SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
-    SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh */
+    SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh,
+                                   with no cwnd reduction (recovery) under way */
     SS_RULE_BBR_PLATEAU         /* BBR startup: delivery rate grew < 25 % over 3 rounds
                                    (the kernel's own verdict when bbr_pacing_gain is known) */
 } ss_rule;
@@ -67,6 +70,8 @@ typedef struct {
     int round_unlimited;        /* some sample of this round was not app-limited */
     uint64_t best_rate_bps;
     int rounds_without_growth;
+    uint64_t prev_cwnd_bytes;   /* cwnd and retransmission count of the previous sample */
+    uint32_t prev_total_retrans;
     /* where the verdict came from, for tests and traces */
     long samples_fed;
     long end_sample_index;

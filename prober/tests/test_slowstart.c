@@ -84,35 +84,59 @@ static void expect_never(const series *z, ss_algo algo, ss_cc cc, int line)
     check_record(r == SS_RULE_NONE, __FILE__, line, "rule none");
 }
 
-/* Reno: x4 per 20 ms poll (RTT 10 ms), loss at 640 -> 320 with ssthresh 320, then +1/RTT. */
+/* Reno: x4 per 20 ms poll (RTT 10 ms), loss at 640 (5 segments retransmitted during i4,
+ * recovery over: cwnd = ssthresh = 320), then +1 MSS per RTT. */
 static void test_reno_loss_then_linear(void)
 {
     series z = {.n = 0};
     const double ss[] = {10, 40, 160, 640};
     for (int i = 0; i < 4; i++)
         push(&z, 0.02 * (i + 1), ss[i], 0, 10000, 0);
-    for (int i = 4; i < 20; i++)
+    for (int i = 4; i < 20; i++) {
         push(&z, 0.02 * (i + 1), 320 + 2 * (i - 4), 320, 10000, 0);
+        z.s[i].total_retrans = 5;
+    }
     /* Paper: the poll at i4 compares 640 with 320 (diff 320 MSS); i5 compares 320 / 322. */
     expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 5, 0.12, __LINE__);
-    /* Auto: the kernel's ssthresh is set and reached on the first poll after the loss. */
-    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
+    /* Auto: ssthresh is set and reached at i4, but segments were being retransmitted
+     * since the previous sample: the first quiet sample after the loss, i5, decides. */
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 5, 0.12, __LINE__);
 }
 
-/* Reno under PRR: right after the loss cwnd (600) is still above the new ssthresh (320) and
- * shrinks towards it over the recovery. The kernel has left slow-start at the loss, so AUTO
- * fires on the first sample after it; the paper rule waits for two settled polls. Also for
- * a cc the detector does not know by name (ssthresh is the kernel's, whatever the cc). */
+/* Reno under PRR: the first sample after the loss even shows cwnd still rising (660, as
+ * in the lab's wan50 trace) above the new ssthresh (320); recovery then brings it down
+ * with retransmissions. AUTO waits for a sample with no retransmission and no fall of
+ * cwnd (i8), here the same poll as the paper rule; for unnamed ccs too. */
 static void test_reno_prr_recovery(void)
 {
     series z = {.n = 0};
-    const double c[] = {10, 40, 160, 640, 600, 450, 330, 320, 322, 324, 326};
-    for (int i = 0; i < 11; i++)
+    const double c[] = {10, 40, 160, 640, 660, 450, 330, 320, 322, 324, 326};
+    const uint32_t rx[] = {0, 0, 0, 0, 1, 3, 4, 4, 4, 4, 4};
+    for (int i = 0; i < 11; i++) {
         push(&z, 0.02 * (i + 1), c[i], i >= 4 ? 320 : 0, 10000, 0);
-    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
-    expect_fire(&z, SS_ALGO_AUTO, SS_CC_OTHER, SS_RULE_SSTHRESH_SET, 4, 0.10, __LINE__);
-    /* polls: 640->600 (40), 600->450, 450->330, 330->320 (10), 320->322 (2 < 3) */
+        z.s[i].total_retrans = rx[i];
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 8, 0.18, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_OTHER, SS_RULE_SSTHRESH_SET, 8, 0.18, __LINE__);
+    /* polls: 640->660 (20), 660->450, 450->330, 330->320 (10), 320->322 (2 < 3) */
     expect_fire(&z, SS_ALGO_PAPER, SS_CC_RENO, SS_RULE_PAPER_CWND_STABLE, 8, 0.18, __LINE__);
+}
+
+/* A recovery that pauses (cwnd 600 twice, no new retransmission between) fools the
+ * sample-to-sample heuristic at i5 (and the paper's flat-cwnd test with it); the kernel's
+ * ca_state (3 = Recovery until i8) does not: the first growing sample after, i9, decides. */
+static void test_ssthresh_waits_for_ca_state_open(void)
+{
+    series z = {.n = 0};
+    const double c[] = {10, 40, 160, 640, 600, 600, 450, 330, 320, 322, 324};
+    for (int i = 0; i < 11; i++) {
+        push(&z, 0.02 * (i + 1), c[i], i >= 4 ? 320 : 0, 10000, 0);
+        z.s[i].total_retrans = i >= 4 ? 1 : 0;
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, 5, 0.12, __LINE__);
+    for (int i = 4; i < 8; i++)
+        z.s[i].ca_state = 3;
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, 9, 0.20, __LINE__);
 }
 
 /* Receiver-window-limited: cwnd stops at 100 MSS, ssthresh never set (kernel still says
@@ -375,12 +399,18 @@ static int load_trace(series *z, const char *name)
     return z->n;
 }
 
-/* First index where the kernel itself has left slow-start (ssthresh set and reached). */
-static int first_ssthresh_exit(const series *z)
+/* First index where the kernel itself has left slow-start (ssthresh set and reached) with
+ * no cwnd reduction under way (no fall of cwnd, no retransmission since the last sample). */
+static int first_settled_exit(const series *z)
 {
-    for (int i = 0; i < z->n; i++)
-        if (z->s[i].ssthresh_bytes && z->s[i].cwnd_bytes >= z->s[i].ssthresh_bytes)
+    for (int i = 0; i < z->n; i++) {
+        const ss_sample *s = &z->s[i];
+        uint64_t pc = i ? z->s[i - 1].cwnd_bytes : 0;
+        uint32_t pr = i ? z->s[i - 1].total_retrans : 0;
+        if (s->ssthresh_bytes && s->cwnd_bytes >= s->ssthresh_bytes && s->cwnd_bytes >= pc &&
+            s->total_retrans == pr && s->ca_state < 2)
             return i;
+    }
     return -1;
 }
 
@@ -395,7 +425,7 @@ static void test_recorded_lab_traces(void)
     CHECK(load_trace(&z, "rice-cubic.csv") > 20);
     for (int i = 9; i < z.n; i++)
         CHECK_EQ(z.s[i].cwnd_bytes, 82 * 8948);
-    CHECK_EQ(first_ssthresh_exit(&z), -1);
+    CHECK_EQ(first_settled_exit(&z), -1);
     expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 15, z.s[15].t_s,
                 __LINE__);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 15, z.s[15].t_s,
@@ -404,26 +434,28 @@ static void test_recorded_lab_traces(void)
      * ends on that very sample, the paper rule only 0.86 s later (cwnd keeps creeping up
      * by 3 MSS or more per poll). */
     CHECK(load_trace(&z, "wan50-cubic.csv") > 20);
-    k = first_ssthresh_exit(&z);
+    k = first_settled_exit(&z);
     CHECK_EQ(k, 14);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, k, z.s[k].t_s, __LINE__);
     expect_fire(&z, SS_ALGO_PAPER, SS_CC_CUBIC, SS_RULE_PAPER_CWND_STABLE, 57, z.s[57].t_s,
                 __LINE__);
-    /* wan50 reno: the loss at i20 (cwnd 301 still above the halved ssthresh, PRR) */
+    /* wan50 reno: the loss shows at i20 (cwnd still rising to 301 MSS, ssthresh 155,
+     * first retransmission); recovery retransmits for several samples after it. */
     CHECK(load_trace(&z, "wan50-reno.csv") > 20);
-    k = first_ssthresh_exit(&z);
-    CHECK_EQ(k, 20);
+    CHECK_EQ(z.s[20].total_retrans, 1);
+    k = first_settled_exit(&z);
+    CHECK(k > 21);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, k, z.s[k].t_s, __LINE__);
     /* lossy (0.1 % loss): the paper's rule never settles within the recording, as the
      * paper found on its lossy dial-up path; the kernel's ssthresh ends slow-start. */
     CHECK(load_trace(&z, "lossy-cubic.csv") > 20);
     expect_never(&z, SS_ALGO_PAPER, SS_CC_CUBIC, __LINE__);
-    k = first_ssthresh_exit(&z);
+    k = first_settled_exit(&z);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, k, z.s[k].t_s, __LINE__);
     /* wan50 bbr: ssthresh gets set (and reached) at i19 without a retransmission; BBR
      * does not use it, nor does the detector: the plateau test ends startup at i21. */
     CHECK(load_trace(&z, "wan50-bbr.csv") > 20);
-    CHECK_EQ(first_ssthresh_exit(&z), 19);
+    CHECK_EQ(first_settled_exit(&z), 19);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 21, z.s[21].t_s, __LINE__);
 }
 
@@ -455,7 +487,7 @@ static void test_random_series_invariants(void)
             push(&z, 0.001 * (1 + lcg(&st) % 40) + (i ? z.s[i - 1].t_s : 0), cwnd, ssth,
                  rtt, (double)(lcg(&st) % 1000));
         }
-        k = first_ssthresh_exit(&z);
+        k = first_settled_exit(&z);
         at = run(&z, SS_ALGO_AUTO, SS_CC_RENO, &r, &t);
         late += k >= 0 && (at < 0 || at > k);
         at = run(&z, SS_ALGO_PAPER, SS_CC_CUBIC, &r, &t);
@@ -486,6 +518,7 @@ int main(void)
 {
     test_reno_loss_then_linear();
     test_reno_prr_recovery();
+    test_ssthresh_waits_for_ca_state_open();
     test_rwnd_limited_flat_cwnd();
     test_tiny_localhost_cwnd();
     test_lossy_never_stable();
