@@ -108,3 +108,30 @@ def test_history_overview_links_latest_quick_and_full(watched_page, live_server)
     quick_link.click()
     page.wait_for_url(f"{live_server.url}/m/{newest_quick.slug}/")
     watched_page.assert_clean()
+
+
+def test_history_csv_download_for_a_date_range(watched_page, live_server):
+    import csv
+    import io
+
+    from portal.measure.models import Measurement
+
+    page = watched_page.page
+    wan = factories.make_site(name="Example WAN site", slug="wan", host="192.0.2.1")
+    now = timezone.now()
+    _month_of_results(wan, factories.make_vantage(name="local"), now)
+    since, until = (now - dt.timedelta(days=6)).date(), (now - dt.timedelta(days=4)).date()
+    expected = sorted(Measurement.objects.filter(site=wan, created_at__date__gte=since, created_at__date__lte=until)
+                      .values_list("slug", flat=True))
+    assert 4 <= len(expected) <= 8  # two a day for three days, give or take the day boundaries
+
+    page.goto(f"{live_server.url}/sites/wan/")
+    page.fill("input[name=since]", since.isoformat())
+    page.fill("input[name=until]", until.isoformat())
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download CSV").click()
+    download = info.value
+    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    assert sorted(r["slug"] for r in rows) == expected
+    assert all(since.isoformat() <= r["created_at"][:10] <= until.isoformat() for r in rows)
+    watched_page.assert_clean()
