@@ -1,4 +1,5 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils import timezone
 
 from .models import ApiToken, Measurement, Site, Vantage
 
@@ -26,6 +27,7 @@ class MeasurementAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("site", "vantage", "requested_by")
     raw_id_fields = ("requested_by",)
+    actions = ["cancel"]
     # Stored results come from the prober; editing them by hand would make them lie.
     readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result",
                        "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps", "bytes_sent", "server_bytes",
@@ -39,6 +41,15 @@ class MeasurementAdmin(admin.ModelAdmin):
         # never joined here.
         qs = super().get_queryset(request)
         return qs.defer("result") if request.resolver_match and request.resolver_match.url_name.endswith("changelist") else qs
+
+
+    @admin.action(description="Cancel selected queued or running measurements")
+    def cancel(self, request, queryset):
+        # A running test notices at its next heartbeat and stops its prober.
+        count = queryset.filter(status__in=("queued", "running")).update(
+            status="failed", failure_code="cancelled", finished_at=timezone.now(),
+            failure_reason=f"cancelled by {request.user.get_username()}")
+        self.message_user(request, f"{count} measurement(s) cancelled.", messages.SUCCESS)
 
 
 @admin.register(ApiToken)

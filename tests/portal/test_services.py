@@ -140,3 +140,17 @@ def test_demo_setup_command_creates_site_vantage_login_token(db, capsys, setting
     call_command("demo_setup", "--iperf-port", "6001")
     assert Site.objects.filter(slug="local-iperf3").count() == 1
     assert Site.objects.get(slug="local-iperf3").port == 6001
+
+
+def test_admin_cancel_action_fails_unfinished_only(admin_client, admin_user, site, vantage):
+    queued = factories.make_measurement(site=site, vantage=vantage)
+    running = factories.make_measurement(site=factories.make_site(), vantage=vantage, status="running")
+    done = factories.make_done_measurement(site=site, vantage=vantage)
+    response = admin_client.post("/admin/measure/measurement/", {
+        "action": "cancel", "_selected_action": [queued.pk, running.pk, done.pk]})
+    assert response.status_code == 302
+    for m in (queued, running, done):
+        m.refresh_from_db()
+    assert [(m.status, m.failure_code) for m in (queued, running, done)] == [
+        ("failed", "cancelled"), ("failed", "cancelled"), ("done", "")]
+    assert queued.failure_reason == f"cancelled by {admin_user.username}"
