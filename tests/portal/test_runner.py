@@ -76,9 +76,14 @@ def test_runner_server_busy_retries_then_fails(db, quickprobe_bin, iperf3_port, 
     import subprocess
 
     other = subprocess.Popen([quickprobe_bin, "-c", "127.0.0.1", "-p", str(iperf3_port), "--mode", "full", "-t", "8",
-                              "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        time.sleep(0.5)  # let the other client's test start
+        # Wait until the other client's data flows: from then on the server refuses newcomers.
+        for line in other.stdout:
+            if b'"event":"sample"' in line:
+                break
+        else:
+            pytest.fail("the other client never started its test")
         m = factories.make_measurement(site=site, vantage=vantage)
         with pytest.raises(runner.TryLater) as info:
             runner.run(m.pk)
