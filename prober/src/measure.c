@@ -194,6 +194,7 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
+    s->sent = stream_sent(s);
     if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)
         s->max_snd_wnd_bytes = s->ti.snd_wnd_bytes;
     tune_lowat(s);
@@ -221,7 +222,7 @@ static void aggregate(const qp_run *r, out_agg *a)
     for (int i = 0; i < r->n; i++) {
         const qp_stream *s = &r->streams[i];
 
-        a->bytes_sent += stream_sent(s);
+        a->bytes_sent += s->sent;
         a->bytes_acked += s->acked;
         a->cwnd_bytes += s->ti.cwnd_bytes;
         a->retransmits += s->ti.total_retrans;
@@ -424,7 +425,8 @@ void measure_final(qp_run *r)
         if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) == 0)
             s->acked = s->ti.bytes_acked > s->preamble_bytes
                            ? s->ti.bytes_acked - s->preamble_bytes : 0;
-        o->bytes_sent += stream_sent(s);
+        s->sent = stream_sent(s);
+        o->bytes_sent += s->sent;
         o->bytes_acked += s->acked;
         o->retransmits += s->ti.total_retrans;
         rtt_sum += s->ti.rtt_us;

@@ -148,7 +148,7 @@ static json_t *stream_sample(const qp_stream *s)
                           "rtt_us", (json_int_t)ti->rtt_us, "rttvar_us", (json_int_t)ti->rttvar_us,
                           "min_rtt_us", (json_int_t)ti->min_rtt_us, "mss_bytes", (json_int_t)ti->mss_bytes);
 
-    json_object_set_new(j, "bytes_sent", json_integer((json_int_t)stream_sent(s)));
+    json_object_set_new(j, "bytes_sent", json_integer((json_int_t)s->sent));
     json_object_set_new(j, "bytes_acked", json_integer((json_int_t)s->acked));
     json_object_set_new(j, "bytes_retrans", json_integer((json_int_t)ti->bytes_retrans));
     json_object_set_new(j, "total_retrans", json_integer(ti->total_retrans));
@@ -278,7 +278,7 @@ static json_t *result_streams(const qp_run *r)
         const qp_stream *s = &r->streams[i];
 
         json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:o, s:I}", "id", s->id,
-                              "bytes_sent", (json_int_t)stream_sent(s),
+                              "bytes_sent", (json_int_t)s->sent,
                               "bytes_acked", (json_int_t)s->acked,
                               "server_bytes", j_count(s->server_bytes),
                               "retransmits", (json_int_t)s->ti.total_retrans));

@@ -269,7 +269,7 @@ static int finish_iperf3(qp_run *r, qp_err *e)
     cpu_pct(r, r->out.elapsed_s, &user, &sys);
     for (int i = 0; i < r->n; i++) {
         own[i].id = r->streams[i].id;
-        own[i].bytes = stream_sent(&r->streams[i]);
+        own[i].bytes = r->streams[i].sent;
         own[i].retransmits = r->streams[i].ti.total_retrans;
         own[i].end_time_s = r->out.elapsed_s;
     }

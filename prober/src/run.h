@@ -24,6 +24,8 @@ typedef struct {
     int thread_started;
     qp_tcpinfo ti;                  /* latest sample */
     uint64_t acked;                 /* data bytes acked at the latest sample */
+    uint64_t sent;                  /* data bytes written, read at the same sample: every
+                                       figure of one event comes from one snapshot */
     uint32_t max_snd_wnd_bytes;     /* largest window the receiver advertised */
     uint64_t lowat_bytes;           /* TCP_NOTSENT_LOWAT set, 0 = kernel default */
     uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */

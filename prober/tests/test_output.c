@@ -49,6 +49,7 @@ static void make_run(qp_run *r, qp_opts *o, qp_stream *s, qp_mode mode)
     s->id = 1;
     s->acked = 1000000;
     atomic_store(&s->written, 1000000);
+    s->sent = 1000000;
     s->server_bytes = 999000;
     s->ti.total_retrans = 3;
     r->out.bytes_sent = 1000000;
