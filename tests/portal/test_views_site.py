@@ -60,17 +60,27 @@ def test_site_history_chart_separates_quick_and_full(client, site, vantage):
     }
 
 
+def _recent(days_ago, hour):
+    day = (datetime.datetime.now(UTC) - datetime.timedelta(days=days_ago)).date()
+    return datetime.datetime.combine(day, datetime.time(hour), tzinfo=UTC)
+
+
 def test_site_history_time_of_day_profile_is_median_by_hour(client, site, vantage):
-    for day, bps in ((1, 1e8), (2, 2e8), (3, 9e8)):
-        _done(site, vantage, _at(day, hour=3), quick_bps=bps)
-    for day, bps in ((1, 4e8), (2, 6e8)):
-        _done(site, vantage, _at(day, hour=15), quick_bps=bps)
-    profile = _json_script(client.get("/sites/loopback/").content.decode(), "profile-data")
+    for days_ago, bps in ((1, 1e8), (2, 2e8), (3, 9e8)):
+        _done(site, vantage, _recent(days_ago, hour=3), quick_bps=bps)
+    for days_ago, bps in ((1, 4e8), (2, 6e8)):
+        _done(site, vantage, _recent(days_ago, hour=15), quick_bps=bps)
+    # Older than the profile's 90 days: counted, but not in the profile.
+    _done(site, vantage, _recent(91, hour=3), quick_bps=5e9)
+    html = client.get("/sites/loopback/").content.decode()
+    profile = _json_script(html, "profile-data")
     expected = [None] * 24
     expected[3], expected[15] = 2e8, 5e8
     counts = [0] * 24
     counts[3], counts[15] = 3, 2
-    assert profile == {"stat": "median", "bps": expected, "n": counts}
+    assert profile == {"stat": "median", "days": 90, "bps": expected, "n": counts}
+    assert "6 measurements: 6 done, 0 failed" in html
+    assert "finished tests of the last 90 days" in html
 
 
 def test_site_history_table_paginates_newest_first(client, site, vantage):
