@@ -45,6 +45,7 @@ def test_request_measurement_invalid_raises_with_messages(db, user, site, vantag
 def test_register_vantage_reads_this_host(db):
     with open(CONGESTION_CONTROLS_PATH) as f:
         controls = f.read().split()
+    assert os.geteuid() == 0  # the tests run as root (CI, this machine): every available one is settable
     vantage = register_vantage("here")
     assert vantage.kernel == os.uname().release
     assert vantage.congestion_controls == controls and "reno" in controls
@@ -154,3 +155,22 @@ def test_admin_cancel_action_fails_unfinished_only(admin_client, admin_user, sit
     assert [(m.status, m.failure_code) for m in (queued, running, done)] == [
         ("failed", "cancelled"), ("failed", "cancelled"), ("done", "")]
     assert queued.failure_reason == f"cancelled by {admin_user.username}"
+
+
+def test_congestion_controls_unprivileged_limited_to_allowed(monkeypatch):
+    from portal.measure import vantages
+
+    with open(vantages.CONGESTION_CONTROLS_PATH) as f:
+        available = f.read().split()
+    with open(vantages.ALLOWED_CONGESTION_CONTROLS_PATH) as f:
+        allowed = set(f.read().split())
+    monkeypatch.setattr(vantages, "_has_net_admin", lambda: False)
+    assert vantages.available_congestion_controls() == [c for c in available if c in allowed]
+    monkeypatch.setattr(vantages, "_has_net_admin", lambda: True)
+    assert vantages.available_congestion_controls() == available
+
+
+def test_has_net_admin_as_root():
+    from portal.measure import vantages
+
+    assert vantages._has_net_admin() is True  # root in CI and here
