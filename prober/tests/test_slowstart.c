@@ -369,7 +369,8 @@ static void test_verdict_is_final(void)
 }
 
 /* Load a trace recorded by quickprobe --json on the path lab (tests/traces/, one sample per
- * line: t_s,cwnd,ssthresh,rtt,rttvar,mss,rate,acked,retrans); run from prober/ (make check). */
+ * line: t_s,cwnd,ssthresh,rtt,rttvar,mss,rate,acked,retrans[,ca_state]); run from prober/
+ * (make check). */
 static int load_trace(series *z, const char *name)
 {
     char path[256], line[512];
@@ -383,16 +384,16 @@ static int load_trace(series *z, const char *name)
     while (z->n < MAXS && fgets(line, sizeof line, f)) {
         ss_sample *s = &z->s[z->n];
         unsigned long long c, st, rate, ack;
-        unsigned rtt, rv, mss, rt;
+        unsigned rtt, rv, mss, rt, ca = 0;
         if (line[0] == '#')
             continue;
         memset(s, 0, sizeof *s);
-        if (sscanf(line, "%lf,%llu,%llu,%u,%u,%u,%llu,%llu,%u", &s->t_s, &c, &st, &rtt, &rv,
-                   &mss, &rate, &ack, &rt) != 9)
+        if (sscanf(line, "%lf,%llu,%llu,%u,%u,%u,%llu,%llu,%u,%u", &s->t_s, &c, &st, &rtt, &rv,
+                   &mss, &rate, &ack, &rt, &ca) < 9)
             continue;
         *s = (ss_sample){.t_s = s->t_s, .cwnd_bytes = c, .ssthresh_bytes = st, .rtt_us = rtt,
                          .rttvar_us = rv, .mss_bytes = mss, .delivery_rate_bps = rate,
-                         .bytes_acked = ack, .total_retrans = rt};
+                         .bytes_acked = ack, .total_retrans = rt, .ca_state = ca};
         z->n++;
     }
     fclose(f);
@@ -446,6 +447,20 @@ static void test_recorded_lab_traces(void)
     k = first_settled_exit(&z);
     CHECK(k > 21);
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, k, z.s[k].t_s, __LINE__);
+    /* wan50 reno again, recorded with tcpi_ca_state: Recovery (3) from i20 (0.42 s) to
+     * i34, with a quiet stretch (cwnd = ssthresh, no retransmission) from i26 and a second
+     * reduction at i30. The heuristic alone takes the quiet stretch for the end (i26);
+     * ca_state holds the verdict until the recovery is really over (first Open and not
+     * falling: i36, 0.74 s, the prober's own verdict in that run). */
+    CHECK(load_trace(&z, "wan50-reno-ca.csv") > 40);
+    CHECK_EQ(z.s[26].ca_state, 3);
+    CHECK_EQ(z.s[36].ca_state, 0);
+    k = first_settled_exit(&z);
+    CHECK_EQ(k, 36);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, k, z.s[k].t_s, __LINE__);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].ca_state = 0;
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 26, z.s[26].t_s, __LINE__);
     /* lossy (0.1 % loss): the paper's rule never settles within the recording, as the
      * paper found on its lossy dial-up path; the kernel's ssthresh ends slow-start. */
     CHECK(load_trace(&z, "lossy-cubic.csv") > 20);
