@@ -166,6 +166,8 @@ else:
         "data_folder_in": str(VAR_DIR / "broker" / "queue"),
         "data_folder_out": str(VAR_DIR / "broker" / "queue"),
         "processed_folder": str(VAR_DIR / "broker" / "processed"),
+        # Exchange bindings; kombu's default is ./control in whatever directory we run from.
+        "control_folder": str(VAR_DIR / "broker" / "control"),
         "store_processed": False,
     }
     # The filesystem transport has no broadcast, which remote control needs.

@@ -101,7 +101,7 @@ def setup_django():
     from django.conf import settings
 
     settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
-    for option in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(option)
         if folder:
             Path(folder).mkdir(parents=True, exist_ok=True)

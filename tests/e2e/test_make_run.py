@@ -29,7 +29,8 @@ def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
     env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runcheck", PYTHONUNBUFFERED="1")
     log = tmp_path / "run.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=servers.REPO, env=env, stdout=out,
+        # Run from tmp_path: anything written relative to the working directory shows up there.
+        proc = subprocess.Popen([sys.executable, str(servers.REPO / "scripts" / "run.py")], cwd=tmp_path, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
@@ -50,6 +51,10 @@ def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
         proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the script
         assert proc.wait(30) == 0, log.read_text()[-3000:]
         assert log.read_text().rstrip().endswith("[run] stopped")
+        # The embedded broker keeps its exchange bindings under the var dir, not in ./control.
+        assert sorted(p.name for p in (tmp_path / "var" / "broker" / "control").iterdir()) == [
+            "celery.exchange", "vantage.runcheck.exchange"]
+        assert not (tmp_path / "control").exists()
         # Everything it started named the var dir or the port on its command line.
         assert servers.processes_with(str(tmp_path)) == []
         assert servers.processes_with(f"127.0.0.1:{port}") == []
