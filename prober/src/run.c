@@ -161,6 +161,11 @@ static int setup(qp_run *r, qp_err *e)
         return -1;
     }
     r->addr = addrs[0];
+    /* getaddrinfo does not return early on a signal: honour one that came meanwhile. */
+    if (net_interrupted) {
+        QP_ERR(e, "interrupted", "interrupted");
+        return -1;
+    }
     /* Refuse before connecting: a silent fallback would measure another algorithm. */
     if (o->congestion && !tcpinfo_cc_available(o->congestion)) {
         cc_error(o->congestion, e);
