@@ -22,6 +22,7 @@ SUMMARY_TTL_S = 300
 # The time-of-day profile describes the path as it is now: a median over a year would mix in
 # route changes and upgrades (and sorting a year of rows per hour costs ~0.4 s at 100,000).
 PROFILE_DAYS = 90
+SETTINGS_ROWS = 12
 TREND_RECENT_DAYS = 7
 TREND_PRIOR_DAYS = 21
 
@@ -136,8 +137,9 @@ def _compute_summary(site, now=None):
         first=Min("created_at"),
         last=Max("created_at"),
     )
+    recent = mine.filter(status="done", created_at__gte=now - datetime.timedelta(days=PROFILE_DAYS))
     by_hour = (
-        mine.filter(status="done", created_at__gte=now - datetime.timedelta(days=PROFILE_DAYS))
+        recent
         .annotate(hour=ExtractHour("created_at"))
         .values("hour")
         .annotate(value=Median(headline_expr()), n=Count("pk"))
@@ -149,7 +151,19 @@ def _compute_summary(site, now=None):
         profile[row["hour"]] = row["value"]
         counts_by_hour[row["hour"]] = row["n"]
     counts["profile"] = {"stat": profile_statistic(), "days": PROFILE_DAYS, "bps": profile, "n": counts_by_hour}
+    counts["settings"] = _by_settings(recent)
     return counts
+
+
+def _by_settings(recent):
+    """Throughput by parallel streams and window asked for, as IEPM's bulk-throughput pages
+    tabulated it to find the optimum: a few rows, the best first."""
+    rows = list(
+        recent.values("streams", "window_bytes")
+        .annotate(value=Median(headline_expr()), n=Count("pk"))
+        .order_by(F("value").desc(nulls_last=True), "streams", "window_bytes")[:SETTINGS_ROWS]
+    )
+    return rows
 
 
 def chart_points(site, limit=CHART_POINTS):

@@ -115,8 +115,8 @@ def test_site_history_page_past_end_says_so(client, site, vantage):
 def test_site_history_query_count_does_not_grow_with_rows(client, site, vantage, django_assert_num_queries):
     for i in range(40):
         _done(site, vantage, _at(1 + i % 20, hour=i % 24))
-    # site, table page, summary counts, hour profile, chart points
-    with django_assert_num_queries(5):
+    # site, table page, summary counts, hour profile, streams/window table, chart points
+    with django_assert_num_queries(6):
         client.get("/sites/loopback/")
     # The summary is cached: the next view costs three.
     with django_assert_num_queries(3):
@@ -184,3 +184,24 @@ def test_site_history_logged_in_reuses_content_until_newest_row_changes(client, 
     queued.failure_code = "timeout"
     queued.save()
     assert '<code class="small">timeout</code>' in client.get("/sites/loopback/").content.decode()
+
+
+def test_site_history_settings_table_best_first(client, site, vantage):
+    for days_ago, bps in ((1, 1e8), (2, 3e8)):
+        _done(site, vantage, _recent(days_ago, hour=3), quick_bps=bps)
+    for days_ago, bps in ((1, 8e8), (2, 6e8), (3, 9e8)):
+        factories.make_done_measurement(
+            site=site, vantage=vantage, streams=4, window_bytes=4 * 1024 * 1024,
+            result=factories.sample_result_event(quick_bps=bps), created_at=_recent(days_ago, hour=5))
+    html = client.get("/sites/loopback/").content.decode()
+    table = html.split('<table class="grid compact" id="settings">')[1].split("</table>")[0]
+    rows = [r for r in table.split("<tr>")[2:]]
+    assert rows[0].startswith('<td class="num">4</td><td class="num">4.00 MiB</td><td class="num">3</td>'
+                              '<td class="num">800.0 Mbit/s</td>')
+    assert rows[1].startswith('<td class="num">1</td><td class="num">default</td><td class="num">2</td>'
+                              '<td class="num">200.0 Mbit/s</td>')
+
+
+def test_site_history_settings_table_hidden_with_one_setting(client, site, vantage):
+    _done(site, vantage, _recent(1, hour=3))
+    assert 'id="settings"' not in client.get("/sites/loopback/").content.decode()
