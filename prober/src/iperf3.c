@@ -193,6 +193,27 @@ fail:
     return -1;
 }
 
+/* What an iperf3 error code a server can send an uploading client means, or NULL. */
+const char *iperf3_error_text(int code)
+{
+    switch (code) {
+    case 111: case 112: return "it could not exchange control messages";
+    case 113: case 114: return "it could not read our parameters";
+    case 116: case 117: return "it could not exchange the results";
+    case 119: return "it thinks the client has terminated";
+    case 120: return "the server has terminated";
+    case 121: return "it is busy running a test";
+    case 124: case 130: case 141: return "it could not set the socket buffer size asked for (-w)";
+    case 134: return "it could not set the congestion control asked for (-C)";
+    case 142: return "test authorization failed";
+    case 144: return "it received no message in time";
+    case 200: case 201: case 204: return "it could not set up a data stream";
+    case 206: case 207: return "a data stream failed or closed on its side";
+    case 208: return "a data stream had an invalid id";
+    default: return NULL;
+    }
+}
+
 /* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. */
 void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e)
 {
@@ -216,8 +237,9 @@ void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e)
         QP_ERR(e, "server_error", "the server reported an error (SERVER_ERROR) without a code");
         return;
     }
-    QP_ERR(e, "server_error", "the server reported iperf3 error %d%s%s", code,
-           eno ? ": " : "", eno ? strerror(eno) : "");
+    QP_ERR(e, "server_error", "the server reported iperf3 error %d%s%s%s%s", code,
+           iperf3_error_text(code) ? ": " : "", iperf3_error_text(code) ? iperf3_error_text(code) : "",
+           eno ? "; " : "", eno ? strerror(eno) : "");
 }
 
 /* Map a net_* return code onto an EVENTS.md error. */

@@ -73,6 +73,9 @@ int iperf3_decode_len(const unsigned char b[4], size_t max_len, uint32_t *len,
 int iperf3_parse_results(const char *buf, size_t len, iperf3_results *r,
                          char *err, size_t errlen);
 
+/* What an iperf3 error code a server can send an uploading client means, or NULL. */
+const char *iperf3_error_text(int code);
+
 /* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. */
 void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e);
 

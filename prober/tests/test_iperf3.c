@@ -153,7 +153,8 @@ static void test_server_error_codes(void)
     CHECK_EQ(e.has_iperf_error, 1);
     CHECK_EQ(e.iperf_error, 117);
     CHECK_EQ(e.iperf_errno, 104);
-    CHECK_CONTAINS(e.message, "iperf3 error 117");
+    CHECK_STR(e.message, "the server reported iperf3 error 117: it could not exchange the "
+                         "results; Connection reset by peer");
     memset(&e, 0, sizeof(e));
     iperf3_server_error(auth, 4, &e);
     CHECK_STR(e.code, "auth_required");
@@ -163,6 +164,15 @@ static void test_server_error_codes(void)
     memset(&e, 0, sizeof(e));
     iperf3_server_error(neg, 8, &e);
     CHECK_EQ(e.iperf_error, -1);
+    CHECK_STR(e.message, "the server reported iperf3 error -1");
+    {
+        const unsigned char buf2[8] = { 0, 0, 0, 141, 0, 0, 0, 0 };
+
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(buf2, 8, &e);
+        CHECK_STR(e.message, "the server reported iperf3 error 141: it could not set the socket "
+                             "buffer size asked for (-w)");
+    }
     memset(&e, 0, sizeof(e));
     iperf3_server_error(full, 2, &e);
     CHECK_STR(e.code, "server_error");
