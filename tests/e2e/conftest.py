@@ -31,31 +31,47 @@ class Worker:
 
 
 @pytest.fixture
-def celery_worker(transactional_db, quickprobe_bin, cache_key_prefix):
-    """Yields a Worker whose vantage (named worker.name) is registered and consuming."""
+def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
+    """Starts workers on demand, each for a vantage of its own; all are stopped at the end.
+    Returns a function that starts one and returns its Worker once its vantage is registered."""
     from django.conf import settings as django_settings
 
     from portal.measure.models import Vantage
 
     if not django_settings.REDIS_URL:
         pytest.fail("the e2e tests need REDIS_URL (make test sets it)")
-    name = f"e2e-{secrets.token_hex(4)}"
-    env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=cache_key_prefix,
-               HEARTBEAT_INTERVAL_S="0.5", VANTAGE_HEARTBEAT_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2", PYTHONUNBUFFERED="1")
-    servers.ARTIFACTS.mkdir(exist_ok=True)
-    log = servers.ARTIFACTS / f"celery-{name}.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
-             "--concurrency", "2", "-P", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-l", "INFO", "-n", f"{name}@%h"],
-            cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-    try:
+    started = []
+
+    def start():
+        name = f"e2e-{secrets.token_hex(4)}"
+        env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=cache_key_prefix,
+                   HEARTBEAT_INTERVAL_S="0.5", VANTAGE_HEARTBEAT_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2",
+                   PYTHONUNBUFFERED="1")
+        servers.ARTIFACTS.mkdir(exist_ok=True)
+        log = servers.ARTIFACTS / f"celery-{name}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
+                 "--concurrency", "2", "-P", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
+                 "-l", "INFO", "-n", f"{name}@%h"],
+                cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        started.append((proc, name))
         servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
-        yield Worker(proc, name, log)
+        return Worker(proc, name, log)
+
+    try:
+        yield start
     finally:
-        servers.stop(proc)
         import redis
 
-        redis.Redis.from_url(django_settings.REDIS_URL).delete(f"vantage.{name}")
+        client = redis.Redis.from_url(django_settings.REDIS_URL)
+        for proc, name in started:
+            servers.stop(proc)
+            client.delete(f"vantage.{name}")
+
+
+@pytest.fixture
+def celery_worker(start_worker):
+    """One worker (prefork, 2 children) on a vantage of its own."""
+    return start_worker()

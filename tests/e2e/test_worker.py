@@ -59,6 +59,20 @@ def test_e2e_same_site_never_overlaps(client, token, celery_worker, iperf3_port)
         assert end <= start, intervals
 
 
+def test_e2e_same_site_two_vantages_never_overlap(client, token, start_worker, iperf3_port):
+    """The per-site rule holds across vantages: two workers on two vantages, one target."""
+    first, second = start_worker(), start_worker()
+    site = factories.make_site(slug="e2e-shared", port=iperf3_port)
+    slugs = [request_test(client, token, site=site.slug, vantage=worker.name, duration_s=3)
+             for worker in (first, second, first, second)]
+    results = [wait_finished(client, token, slug, timeout=60) for slug in slugs]
+    assert [r["status"] for r in results] == ["done"] * 4, results
+    assert sorted({r["vantage"] for r in results}) == sorted([first.name, second.name])
+    intervals = sorted(Measurement.objects.filter(slug__in=slugs).values_list("started_at", "finished_at"))
+    for (_, end), (start, _) in zip(intervals, intervals[1:]):
+        assert end <= start, intervals
+
+
 def test_e2e_worker_killed_leaves_nothing_running(client, token, celery_worker, iperf3_port):
     site = factories.make_site(slug="e2e-kill", port=iperf3_port)
     slug = request_test(client, token, site=site.slug, vantage=celery_worker.name, mode="full", duration_s=30)
