@@ -56,6 +56,13 @@ for _model in (Measurement, MeasurementTrace, Site):
 
 
 def _page_key(request, name):
+    """The key of an anonymous copy, or None when the URL is not the page's canonical form:
+    copies are made only of URLs the pages link to (no query, or ?page=N), so made-up query
+    strings cannot fill the cache."""
+    params = request.GET
+    if params and not (list(params) == ["page"] and params["page"].isdigit() and params["page"][0] != "0"
+                       and name.startswith("site:")):
+        return None
     return f"page:{name}:{request.get_host()}:{request.get_full_path()}"
 
 
@@ -63,6 +70,8 @@ def _cached_copy(request, name, local_ttl):
     if request.user.is_authenticated:
         return None
     key = _page_key(request, name)
+    if key is None:
+        return None
     body = _local_copies.get(key)
     if body is None:
         body = cache.get(key)
@@ -74,8 +83,8 @@ def _cached_copy(request, name, local_ttl):
 
 
 def _keep_copy(request, name, response, ttl, local_ttl):
-    if not request.user.is_authenticated and response.status_code == 200:
-        key = _page_key(request, name)
+    key = None if request.user.is_authenticated or response.status_code != 200 else _page_key(request, name)
+    if key is not None:
         cache.set(key, response.content, ttl)
         if len(response.content) <= LOCAL_COPY_MAX_BYTES:
             _local_copies.set(key, response.content, local_ttl)

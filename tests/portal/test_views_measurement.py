@@ -249,3 +249,12 @@ def test_permalink_logged_in_trace_fragment_cached(client, user, done_measuremen
     # (The header's CSRF token is masked afresh on every render.)
     assert second.split("<main>")[1] == first.split("<main>")[1]
     assert '<script id="trace-data" type="application/json">' in second
+
+
+def test_permalink_query_string_not_kept(client, done_measurement):
+    from portal.measure import views
+
+    assert client.get(f"/m/{done_measurement.slug}/?x=1").status_code == 200
+    assert len(views._local_copies._cache) == 0
+    client.get(f"/m/{done_measurement.slug}/")
+    assert len(views._local_copies._cache) == 1

@@ -205,3 +205,13 @@ def test_site_history_settings_table_best_first(client, site, vantage):
 def test_site_history_settings_table_hidden_with_one_setting(client, site, vantage):
     _done(site, vantage, _recent(1, hour=3))
     assert 'id="settings"' not in client.get("/sites/loopback/").content.decode()
+
+
+@pytest.mark.parametrize("query, kept", [("", True), ("?page=2", True), ("?page=02", False), ("?page=x", False),
+                                          ("?page=2&junk=1", False), ("?utm_source=mail", False)])
+def test_site_history_copies_only_of_canonical_urls(client, site, vantage, query, kept):
+    from portal.measure import views
+
+    factories.make_measurement(site=site, vantage=vantage)
+    assert client.get(f"/sites/loopback/{query}").status_code == 200
+    assert len(views._local_copies._cache) == (1 if kept else 0)
