@@ -166,11 +166,15 @@ def measurement_trace(request, slug):
     return JsonResponse(trace.to_dict())
 
 
-def _parse_bound(name, value, end_of_day):
-    """A date (YYYY-MM-DD, a whole UTC day) or an ISO 8601 datetime; naive means UTC."""
+def _parse_bound(name, value):
+    """(moment, lookup) for a CSV date filter. A date (YYYY-MM-DD) means whole UTC days, both
+    ends inclusive: since from its midnight, until up to the next midnight (exclusive). An ISO
+    8601 datetime is inclusive at both ends; naive means UTC."""
     value = value.strip()
     moment = parse_datetime(value) if "T" in value or " " in value else None
-    if moment is None:
+    if moment is not None:
+        lookup = "gte" if name == "since" else "lte"
+    else:
         try:
             day = parse_date(value)
         except ValueError:
@@ -178,10 +182,13 @@ def _parse_bound(name, value, end_of_day):
         if day is None:
             raise ValueError(f"{name} {value!r} is not a date: use YYYY-MM-DD or an ISO 8601 datetime "
                              "such as 2026-11-22T08:00:00Z.")
-        moment = datetime.datetime.combine(day + datetime.timedelta(days=1 if end_of_day else 0), datetime.time.min)
+        if name == "until":
+            day += datetime.timedelta(days=1)
+        moment = datetime.datetime.combine(day, datetime.time.min)
+        lookup = "gte" if name == "since" else "lt"
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment, datetime.timezone.utc)
-    return moment
+    return moment, lookup
 
 
 class _Echo:
@@ -208,20 +215,15 @@ def measurements_csv(request):
     for name in ("since", "until"):
         if request.GET.get(name, "").strip():
             try:
-                bounds[name] = _parse_bound(name, request.GET[name], end_of_day=(name == "until"))
+                bounds[name] = _parse_bound(name, request.GET[name])
             except ValueError as exc:
                 problems[name] = [str(exc)]
-    if "since" in bounds and "until" in bounds and bounds["since"] >= bounds["until"]:
+    if "since" in bounds and "until" in bounds and bounds["since"][0] >= bounds["until"][0]:
         problems["until"] = ["until must be later than since."]
     if problems:
         return JsonResponse({"errors": problems}, status=400)
-    if "since" in bounds:
-        queryset = queryset.filter(created_at__gte=bounds["since"])
-    if "until" in bounds:
-        until = bounds["until"]
-        # A date bound was turned into the next midnight: exclusive; a datetime is inclusive.
-        is_date = "T" not in request.GET["until"] and " " not in request.GET["until"].strip()
-        queryset = queryset.filter(**{"created_at__lt" if is_date else "created_at__lte": until})
+    for moment, lookup in bounds.values():
+        queryset = queryset.filter(**{f"created_at__{lookup}": moment})
     writer = csv.writer(_Echo())
     response = StreamingHttpResponse((writer.writerow(row) for row in measurement_csv_rows(queryset)),
                                      content_type="text/csv; charset=utf-8")
