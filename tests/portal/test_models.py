@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from django.db import IntegrityError, transaction
 
@@ -59,9 +61,7 @@ def test_trace_round_trip_exact_floats_many_streams(db, site, vantage):
     assert stored.to_dict() == trace
     assert stored.sample_count == 3000
     assert stored.stream_count == 4
-    # Compressed: well below the JSON size.
-    assert len(bytes(stored.data)) < len(MeasurementTrace.pack(trace)) * 10
-    import json
+    # Stored compressed: well below the size of the JSON it holds.
     assert len(bytes(stored.data)) < len(json.dumps(trace)) / 3
 
 
