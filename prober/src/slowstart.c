@@ -49,6 +49,16 @@ static ss_rule ss_decide(ss_detector *d, const ss_sample *s, ss_rule r)
     return r;
 }
 
+/* 1 while the kernel repairs losses (CWR, Recovery, Loss): BBR ignores loss, but TCP
+ * still recovers it, and when the holes fill, the cumulative ACK jumps over everything
+ * SACKed meanwhile. A quick window opened then counts that jump as throughput: on the
+ * lab's japan path (startup overshoot, 1300 retransmissions) it read 372 Mbit/s on a
+ * 300 Mbit/s link. So a BBR verdict waits for the recovery to end. */
+static int ss_in_recovery(const ss_sample *s)
+{
+    return s->ca_state >= 2;
+}
+
 /* 1 if this sample is one of the paper's polls (2 x previous RTT, or 20 ms, elapsed). */
 static int ss_poll_due(const ss_detector *d, const ss_sample *s)
 {
@@ -92,7 +102,7 @@ static int ss_paper_guards_pass(const ss_detector *d, const ss_sample *s)
     if (s->bytes_acked < d->poll_bytes_acked + d->poll_cwnd_bytes / 2)
         return 0;
     /* A cwnd held flat in the middle of a loss recovery (PRR pausing) is no plateau. */
-    if (s->ca_state >= 2)
+    if (ss_in_recovery(s))
         return 0;
     /* BBR's cwnd is cwnd_gain x its bandwidth estimate x min RTT: it goes flat whenever
      * the estimate pauses for a round in mid-startup, so a flat BBR cwnd says little.
@@ -137,7 +147,7 @@ static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
      * reduction is over: the kernel's ca_state says so when the caller supplies it; a
      * retransmission or a fall of cwnd since the last sample say so always (the first
      * sample after a loss may even show cwnd still rising, but never a quiet repair). */
-    if (s->ca_state >= 2 || s->cwnd_bytes < d->prev_cwnd_bytes ||
+    if (ss_in_recovery(s) || s->cwnd_bytes < d->prev_cwnd_bytes ||
         s->total_retrans != d->prev_total_retrans)
         return SS_RULE_NONE;
     return SS_RULE_SSTHRESH_SET;
@@ -157,7 +167,7 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
     if (d->cc != SS_CC_BBR)
         return SS_RULE_NONE;
     if (s->bbr_pacing_gain != 0)
-        return ss_bbr_kernel_test(s);
+        return ss_in_recovery(s) ? SS_RULE_NONE : ss_bbr_kernel_test(s);
     /* Without an RTT there are no rounds, and a zero rate is "not measured yet" (the
      * kernel skips such rounds too), so neither may count as a round without growth. */
     if (s->rtt_us == 0 || s->delivery_rate_bps == 0)
@@ -178,9 +188,10 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
         d->rounds_without_growth = 0;
     } else if (d->round_unlimited && ++d->rounds_without_growth >= SS_BBR_ROUNDS) {
         /* as in the kernel, a round that was application-limited throughout says
-         * nothing about the path and does not count */
+         * nothing about the path and does not count; in a recovery the count stays
+         * reached and the next round boundary after it decides */
         d->round_unlimited = 0;
-        return SS_RULE_BBR_PLATEAU;
+        return ss_in_recovery(s) ? SS_RULE_NONE : SS_RULE_BBR_PLATEAU;
     }
     d->round_unlimited = 0;
     return SS_RULE_NONE;

@@ -274,6 +274,29 @@ static void test_bbr_kernel_pacing_gain_decides(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 4, 0.05, __LINE__);
 }
 
+/* BBR leaves startup while TCP is still repairing the overshoot's losses (Recovery on
+ * i6..i8): the verdict waits for i9, both with the kernel's gain and with the emulation
+ * (which keeps its count and decides on the next round after the recovery). */
+static void test_bbr_verdict_waits_for_recovery_end(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 12; i++) {
+        push(&z, 0.01 * (i + 1), 100, 0, 10000, i < 3 ? (double)(1u << (2 * i)) : 16);
+        z.s[i].bbr_pacing_gain = i < 6 ? 739 : 88;
+        z.s[i].ca_state = i >= 6 && i <= 8 ? 3 : 0;
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 9, 0.10, __LINE__);
+    /* emulated: rate 1, 4, 16, then flat: rounds without growth i3, i4, i5 -> fires at i5 */
+    for (int i = 0; i < 12; i++)
+        z.s[i].bbr_pacing_gain = 0;
+    for (int i = 0; i < 12; i++)
+        z.s[i].ca_state = 0;
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 5, 0.06, __LINE__);
+    for (int i = 4; i <= 8; i++)
+        z.s[i].ca_state = 3;
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 9, 0.10, __LINE__);
+}
+
 /* Rounds that were application-limited throughout do not count (as in the kernel): a flat
  * 10 Mbit/s that is app-limited on i1..i5 counts from i6: fires at i8, not at i3. */
 static void test_bbr_app_limited_rounds_do_not_count(void)
@@ -542,6 +565,7 @@ int main(void)
     test_bbr_startup_plateau();
     test_bbr_long_rtt_rounds_use_best_sample();
     test_bbr_kernel_pacing_gain_decides();
+    test_bbr_verdict_waits_for_recovery_end();
     test_bbr_app_limited_rounds_do_not_count();
     test_rtt_jump_suppresses_decision();
     test_rtt_not_yet_valid();
