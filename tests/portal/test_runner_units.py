@@ -145,10 +145,3 @@ def test_progress_cache_namespace_private_to_test(measurement, cache_key_prefix)
     assert cache.make_key(f"measure:progress:{measurement.pk}") == f"{cache_key_prefix}:1:measure:progress:{measurement.pk}"
     progress.clear(measurement.pk)
 
-
-def test_progress_cache_namespace_differs_between_tests(cache_key_prefix):
-    # Every test gets the next namespace: two tests in one session never share cached pages.
-    from tests import conftest
-
-    assert int(cache_key_prefix.rsplit("-", 1)[1]) >= 1
-    assert next(conftest._cache_namespaces) > int(cache_key_prefix.rsplit("-", 1)[1])
