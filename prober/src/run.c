@@ -232,7 +232,7 @@ static void drain(qp_run *r)
         limit = fmax(limit, 2.0 * (double)queued / rate);
     limit = fmin(limit, fmax(0.3, r->o->connect_timeout_s));
     deadline = now + limit;
-    quiet_s = fmax(0.01, 2.0 * rtt_us / 1e6);
+    quiet_s = fmax(0.01, rtt_us / 1e6);
     while ((now = net_now()) < deadline) {
         int clear = 1;
 
