@@ -170,9 +170,28 @@ def measurement(request, slug):
     return _keep_copy(request, f"m:{slug}", response, PERMALINK_CACHE_S, PERMALINK_CACHE_S)
 
 
+# A chart is at most ~1000 pixels wide: a 60 s, 16-stream trace at 20 ms (3000 samples) would
+# put megabytes of numbers into the page for nothing. The downloads carry every sample.
+CHART_MAX_SAMPLES = 1500
+
+
 def _trace_dict_or_none(m):
     trace = MeasurementTrace.objects.filter(measurement=m).first()
-    return trace.to_dict() if trace is not None else None
+    return thin_trace(trace.to_dict()) if trace is not None else None
+
+
+def thin_trace(data, limit=CHART_MAX_SAMPLES):
+    """Every k-th sample of every series, k the smallest stride that fits `limit`."""
+    n = len(data.get("t") or [])
+    stride = -(-n // limit) if n > limit else 1
+    if stride == 1:
+        return data
+    thinned = {key: (value[::stride] if isinstance(value, list) and key != "streams" else value)
+               for key, value in data.items()}
+    thinned["streams"] = [{key: (value[::stride] if isinstance(value, list) else value) for key, value in s.items()}
+                          for s in data.get("streams") or []]
+    thinned["stride"] = stride
+    return thinned
 
 
 PHASE_STEPS = [

@@ -231,7 +231,7 @@ def test_permalink_local_copies_dropped_when_rows_saved_here(client, done_measur
 def test_permalink_large_page_not_kept_locally(client, site, vantage):
     from portal.measure import views
 
-    big = factories.sample_trace_dict(n=3000, streams=(1, 3, 4, 5))
+    big = factories.sample_trace_dict(n=3000, streams=tuple(range(1, 17)))
     m = factories.make_done_measurement(site=site, vantage=vantage, trace=big)
     response = client.get(f"/m/{m.slug}/")
     assert len(response.content) > views.LOCAL_COPY_MAX_BYTES
@@ -258,3 +258,19 @@ def test_permalink_query_string_not_kept(client, done_measurement):
     assert len(views._local_copies._cache) == 0
     client.get(f"/m/{done_measurement.slug}/")
     assert len(views._local_copies._cache) == 1
+
+
+def test_permalink_long_trace_thinned_for_charts_downloads_complete(client, site, vantage):
+    big = factories.sample_trace_dict(n=3001, streams=(1, 3))
+    m = factories.make_done_measurement(site=site, vantage=vantage, trace=big)
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    embedded = json.loads(html.split('<script id="trace-data" type="application/json">')[1].split("</script>")[0])
+    # 3001 samples over a 1500 limit: every 3rd, starting with the first.
+    assert embedded["stride"] == 3
+    assert embedded["t"] == big["t"][::3]
+    assert len(embedded["t"]) == 1001
+    assert embedded["streams"][1]["rtt_us"] == big["streams"][1]["rtt_us"][::3]
+    assert embedded["streams"][1]["id"] == 3
+    assert embedded["slow_start_end_s"] == big["slow_start_end_s"]
+    assert "The charts show every 3rd sample; the downloads have all of them." in html
+    assert json.loads(client.get(f"/m/{m.slug}/trace.json").content) == big
