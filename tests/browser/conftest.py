@@ -73,4 +73,4 @@ def watched_page(request, chromium):
 
 # The backend's e2e worker fixture: a real prefork Celery worker on a queue of its own, against
 # the test database, with the test's cache namespace. Yields a Worker (.name = its vantage).
-from tests.e2e.conftest import celery_worker  # noqa: E402,F401
+from tests.e2e.conftest import celery_worker, start_worker  # noqa: E402,F401

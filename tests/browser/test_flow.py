@@ -10,6 +10,7 @@ import pytest
 from portal.measure.csvexport import MEASUREMENT_CSV_COLUMNS
 from portal.measure.models import Measurement
 from portal.measure.templatetags.units import format_bps
+from portal.measure.trace import trace_csv_rows
 from tests import factories
 from tests.browser.pwhelpers import FINISHED, chart_summary, log_in, wait_for_chart
 
@@ -88,6 +89,15 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     assert bw == {"InstBW": samples, "CumuBW": samples}
     assert page.locator("#chart-streams").count() == 0  # one stream: no per-stream chart
     watched_page.screenshot("permalink")
+
+    # The trace CSV from the permalink's button: the stored trace, sample for sample.
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Trace CSV").click()
+    trace_rows = list(csv.reader(open(info.value.path(), encoding="utf-8")))
+    expected = [[str(cell) for cell in row] for row in trace_csv_rows(m.trace)]
+    assert trace_rows[0][:4] == ["t", "inst_bps", "cumu_bps", "cwnd_bytes"]
+    assert len(trace_rows) == samples + 1
+    assert trace_rows == expected
 
     # Site history: reached by the link on the permalink, charts drawn from the one result.
     page.locator(".headline a", has_text="Loopback iperf3").click()
