@@ -322,16 +322,23 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
         raise TryLater(backoff(site_busy_attempts), "site busy",
                        {"site_busy_attempts": site_busy_attempts + 1, "server_busy_attempts": server_busy_attempts})
 
+    try:
+        return _run_claimed(measurement_id, site_busy_attempts, server_busy_attempts)
+    except TryLater:
+        raise
+    except BaseException:
+        # Whatever broke, the row must not wait for the reaper to learn it.
+        fail(measurement_id, "internal", "the worker hit an internal error while running the measurement "
+                                         "(see the worker's log).", from_statuses=("running",))
+        raise
+
+
+def _run_claimed(measurement_id, site_busy_attempts, server_busy_attempts):
     measurement = Measurement.objects.select_related("site", "vantage").get(pk=measurement_id)
     Vantage.objects.filter(pk=measurement.vantage_id).update(last_seen=timezone.now())
     sink = EventSink(measurement_id)
     sink.flush_progress(force=True)
-    try:
-        problem = run_prober(measurement, sink)
-    except BaseException:
-        fail(measurement_id, "internal", "the worker hit an internal error while running the prober (see its log).",
-             from_statuses=("running",))
-        raise
+    problem = run_prober(measurement, sink)
     outcome = sink.outcome
     if problem is not None:
         fail(measurement_id, *problem, from_statuses=("running",))

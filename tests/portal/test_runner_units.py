@@ -145,3 +145,16 @@ def test_progress_cache_namespace_private_to_test(measurement, cache_key_prefix)
     assert cache.make_key(f"measure:progress:{measurement.pk}") == f"{cache_key_prefix}:1:measure:progress:{measurement.pk}"
     progress.clear(measurement.pk)
 
+
+
+def test_run_internal_error_fails_row_not_left_running(measurement, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated bug in the runner")
+
+    monkeypatch.setattr(runner, "run_prober", broken)
+    with pytest.raises(RuntimeError, match="simulated bug"):
+        runner.run(measurement.pk)
+    measurement.refresh_from_db()
+    assert (measurement.status, measurement.failure_code) == ("failed", "internal")
+    assert measurement.failure_reason == ("the worker hit an internal error while running the measurement "
+                                          "(see the worker's log).")
