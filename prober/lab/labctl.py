@@ -4,7 +4,7 @@
     labctl.py up --path caltech                  # a named path from paths.json
     labctl.py up --rate 100M --rtt 50ms --queue 1M --loss 0.001 [--iperf2] [--server-window 256K]
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
-    labctl.py stats [--lab NAME]                 # the delay line's counters (JSON)
+    labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
     labctl.py paths                              # list the named paths
 
@@ -492,6 +492,10 @@ def _state_file(name: str) -> FsPath:
     return STATE_DIR / f"{name}.json"
 
 
+def _stats_file(name: str) -> FsPath:
+    return STATE_DIR / f"{name}.stats.json"
+
+
 def _load_state(name: str) -> dict:
     f = _state_file(name)
     try:
@@ -511,21 +515,33 @@ def cmd_up(a) -> int:
         spec = _path_from_args(a)
     except ValueError as e:
         raise SystemExit(f"labctl: {e}")
-    stop = threading.Event()
+    stop, want_stats = threading.Event(), threading.Event()
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda *_: stop.set())
+    # `labctl stats` asks with SIGUSR1; the counters are written next to the state file.
+    signal.signal(signal.SIGUSR1, lambda *_: (want_stats.set(), stop.set()))
     try:
         with Lab(spec, seed=a.seed) as lab:
             STATE_DIR.mkdir(parents=True, exist_ok=True)
             _state_file(a.lab).write_text(json.dumps(lab.info()))
             print(json.dumps({"event": "up", "lab": a.lab, **lab.info()}), flush=True)
             try:
-                while not stop.wait(0.5):
+                while True:
+                    stop.wait(0.5)
+                    if want_stats.is_set():
+                        want_stats.clear()
+                        stop.clear()
+                        tmp = _stats_file(a.lab).with_suffix(".tmp")
+                        tmp.write_text(json.dumps(lab.stats()))
+                        tmp.replace(_stats_file(a.lab))
+                    if stop.is_set():
+                        break
                     if lab._delay.poll() is not None:
                         print("labctl: the delay line died", file=sys.stderr)
                         return 1
             finally:
                 _state_file(a.lab).unlink(missing_ok=True)
+                _stats_file(a.lab).unlink(missing_ok=True)
         print(json.dumps(lab.final_stats), flush=True)
         return 0
     except LabError as e:
@@ -544,10 +560,16 @@ def cmd_exec(a) -> int:
 
 def cmd_stats(a) -> int:
     st = _load_state(a.lab)
-    # The counters go to labctl up's stdout; ask the delay line to print them there.
-    os.kill(st["delayline"], signal.SIGUSR1)
-    print(f"labctl: counters printed on the output of `labctl up` (pid {st['pid']})")
-    return 0
+    f = _stats_file(a.lab)
+    f.unlink(missing_ok=True)
+    os.kill(st["pid"], signal.SIGUSR1)
+    for _ in range(200):
+        if f.exists():
+            print(f.read_text())
+            return 0
+        time.sleep(0.05)
+    print(f"labctl: lab process {st['pid']} did not write its counters", file=sys.stderr)
+    return 1
 
 
 def _alive(pid: int) -> bool:

@@ -86,6 +86,12 @@ def test_labctl_exec_then_down_tears_down(lab_ready, tmp_path):
         # The root namespace has no route into the lab.
         assert "10.99.0" not in subprocess.run(["ip", "-4", "route"], capture_output=True,
                                                text=True).stdout
+        r = subprocess.run(LABCTL + ["stats", "--lab", "t"], capture_output=True, text=True,
+                           env=env, timeout=15)
+        assert r.returncode == 0, r.stderr
+        stats = json.loads(r.stdout)
+        assert stats["event"] == "stats" and stats["rev"]["delay_us"] == 25000
+        assert stats["fwd"]["rate_bps"] == 100e6 and stats["fwd"]["queue_bytes"] == 625000
         r = subprocess.run(LABCTL + ["down", "--lab", "t"], capture_output=True, text=True,
                            env=env, timeout=15)
         assert r.returncode == 0, r.stderr
