@@ -55,14 +55,14 @@ def test_permalink_done_shows_results(client, done_measurement):
 def test_permalink_multi_stream_draws_per_stream_chart(client, site, vantage):
     m = factories.make_done_measurement(site=site, vantage=vantage, trace=factories.sample_trace_dict(streams=(1, 3)))
     html = client.get(f"/m/{m.slug}/").content.decode()
-    assert '<canvas id="chart-streams"></canvas>' in html
+    assert '<canvas id="chart-streams" role="img"' in html
     assert "Per-stream cwnd (2 streams)" in html
 
 
 def test_permalink_single_stream_has_no_per_stream_chart(client, done_measurement):
     html = client.get(f"/m/{done_measurement.slug}/").content.decode()
     assert "chart-streams" not in html
-    assert '<canvas id="chart-cwnd"></canvas>' in html
+    assert '<canvas id="chart-cwnd" role="img"' in html
 
 
 def test_permalink_quick_not_entered_says_so(client, site, vantage):
@@ -274,3 +274,11 @@ def test_permalink_long_trace_thinned_for_charts_downloads_complete(client, site
     assert embedded["slow_start_end_s"] == big["slow_start_end_s"]
     assert "The charts show every 3rd sample; the downloads have all of them." in html
     assert json.loads(client.get(f"/m/{m.slug}/trace.json").content) == big
+
+
+def test_not_found_page_says_what_was_missing(client, measurement):
+    response = client.get(f"/m/{measurement.slug}/trace.json")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "<h1>Not found</h1>" in html
+    assert f"Measurement {measurement.slug} has no stored trace (status: queued)." in html
