@@ -220,6 +220,12 @@ SITE_BUSY_RETRIES = env_number("SITE_BUSY_RETRIES", 60, minimum=0)
 SERVER_BUSY_RETRIES = env_number("SERVER_BUSY_RETRIES", 5, minimum=0)
 RETRY_BASE_S = env_number("RETRY_BASE_S", 2.0, kind=float, minimum=0.0)
 RETRY_MAX_S = env_number("RETRY_MAX_S", 30.0, kind=float, minimum=0.0)
+# Regular sweeps over all sites (0 = none; `manage.py sweep` runs one by hand).
+SWEEP_INTERVAL_S = env_number("SWEEP_INTERVAL_S", 0.0, kind=float, minimum=0.0)
+SWEEP_MODE = env_str("SWEEP_MODE", "quick")
+if SWEEP_MODE not in {"quick", "full", "validate"}:
+    raise ImproperlyConfigured(f"SWEEP_MODE={SWEEP_MODE!r}: expected quick, full or validate")
+SWEEP_DURATION_S = env_number("SWEEP_DURATION_S", 10, minimum=1)
 PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
 
 CELERY_TASK_ACKS_LATE = False

@@ -11,17 +11,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_default_queue = "celery"
-app.conf.task_routes = {"measure.reap": {"queue": "celery"}}
+app.conf.task_routes = {"measure.reap": {"queue": "celery"}, "measure.sweep": {"queue": "celery"}}
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
 
 
-def _reaper_interval():
+def _beat_schedule():
     from django.conf import settings
 
-    return settings.REAPER_INTERVAL_S
+    schedule = {"reap-lost-measurements": {"task": "measure.reap", "schedule": settings.REAPER_INTERVAL_S}}
+    if settings.SWEEP_INTERVAL_S:
+        schedule["sweep"] = {"task": "measure.sweep", "schedule": settings.SWEEP_INTERVAL_S,
+                             "kwargs": {"mode": settings.SWEEP_MODE, "duration_s": settings.SWEEP_DURATION_S}}
+    return schedule
 
 
-app.conf.beat_schedule = {"reap-lost-measurements": {"task": "measure.reap", "schedule": _reaper_interval()}}
+app.conf.beat_schedule = _beat_schedule()
 
 
 def _own_vantage(worker_app):

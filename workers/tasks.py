@@ -28,3 +28,11 @@ def register_vantage(name):
     from portal.measure.vantages import register_vantage as register
 
     register(name)
+
+
+@shared_task(name="measure.sweep", ignore_result=True)
+def sweep(mode="quick", duration_s=10, streams=1):
+    from portal.measure.sweeps import sweep as run_sweep
+
+    queued = run_sweep(mode=mode, duration_s=duration_s, streams=streams)
+    log.info("sweep queued %d measurements", len(queued))
