@@ -4,6 +4,7 @@ history and download its CSV; no console errors and no CSP violations on any pag
 import csv
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -93,7 +94,7 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     # The trace CSV from the permalink's button: the stored trace, sample for sample.
     with page.expect_download() as info:
         page.get_by_role("link", name="Trace CSV").click()
-    trace_rows = list(csv.reader(open(info.value.path(), encoding="utf-8")))
+    trace_rows = list(csv.reader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8"))))
     expected = [[str(cell) for cell in row] for row in trace_csv_rows(m.trace)]
     assert trace_rows[0][:4] == ["t", "inst_bps", "cumu_bps", "cwnd_bytes"]
     assert len(trace_rows) == samples + 1
@@ -114,7 +115,7 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
         page.get_by_role("button", name="Download CSV").click()
     download = info.value
     assert download.suggested_filename == "quickprobe-loopback-measurements.csv"
-    rows = list(csv.reader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    rows = list(csv.reader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
     assert rows[0] == MEASUREMENT_CSV_COLUMNS
     assert len(rows) == 2
     row = dict(zip(rows[0], rows[1]))

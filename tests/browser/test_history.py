@@ -2,6 +2,7 @@
 the table pages, and a click on a chart point opens that measurement."""
 import datetime as dt
 import math
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -131,7 +132,7 @@ def test_history_csv_download_for_a_date_range(watched_page, live_server):
     with page.expect_download() as info:
         page.get_by_role("button", name="Download CSV").click()
     download = info.value
-    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8").read())))
+    rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
     assert sorted(r["slug"] for r in rows) == expected
     assert all(since.isoformat() <= r["created_at"][:10] <= until.isoformat() for r in rows)
     watched_page.assert_clean()
