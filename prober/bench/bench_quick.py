@@ -21,6 +21,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, asdict, field
@@ -100,7 +101,13 @@ def run_prober(lab: labctl.Lab, row: Row, mode: str, seconds: int, log: Path) ->
             "--mode", mode, "-t", str(seconds), "-C", row.cc, "-P", str(row.streams)]
     if row.path.server == "iperf2":
         argv.append("--iperf2")
-    r = lab.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+    try:
+        r = lab.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+    except subprocess.TimeoutExpired:
+        # A hung prober is a result too: record it and go on with the matrix.
+        log.write_text(f"# killed after {seconds + 60} s\n")
+        return [{"event": "error", "code": "bench_timeout",
+                 "message": f"quickprobe did not finish within {seconds + 60} s"}]
     log.write_text(r.stdout + (f"\n# stderr:\n{r.stderr}" if r.stderr else ""))
     events = []
     for line in r.stdout.splitlines():
@@ -500,8 +507,10 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the matrix rows and exit")
     ap.add_argument("--seconds", type=int, default=20, help="length of the full runs (default 20)")
     ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where the report goes")
+    ap.add_argument("--runs-dir", type=Path, default=RUNS_DIR,
+                    help=f"where the raw JSON Lines of every run go (default {RUNS_DIR})")
     ap.add_argument("--reuse", action="store_true",
-                    help=f"rebuild the report from the runs kept in {RUNS_DIR} (no traffic)")
+                    help="rebuild the report from the runs kept in --runs-dir (no traffic)")
     a = ap.parse_args(argv)
     matrix = full_matrix() if a.full else default_matrix()
     if a.only:
@@ -519,17 +528,17 @@ def main(argv=None) -> int:
         raise SystemExit(f"bench_quick: {reason}")
     if not QUICKPROBE.exists():
         raise SystemExit(f"bench_quick: {QUICKPROBE} is not built: run `make prober`")
-    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    a.runs_dir.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     measured, rows = [], []
     for i, row in enumerate(matrix, 1):
-        m = load_row(row, RUNS_DIR) if a.reuse else measure_row(row, a.seconds, RUNS_DIR)
+        m = load_row(row, a.runs_dir) if a.reuse else measure_row(row, a.seconds, a.runs_dir)
         s = summarise(m)
         measured.append(m)
         rows.append(s)
         print(f"[{i}/{len(matrix)} {time.monotonic() - t0:5.0f}s] {row.id:26s} quick "
-              f"{fmt(s['quick_mbps']):>7} 20s {fmt(s['full_mbps']):>7} Mbit/s  error "
+              f"{fmt(s['quick_mbps']):>7} {a.seconds}s {fmt(s['full_mbps']):>7} Mbit/s  error "
               f"{fmt(s['error_pct']):>6} %  paired {fmt(s['paired_error_pct']):>6} %  "
               f"rule {s['rule']}  time saved {fmt(s['time_saved_pct'])} %  "
               f"{s['errors']}", flush=True)
@@ -542,7 +551,7 @@ def main(argv=None) -> int:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "wall_s": time.monotonic() - t0, "kernel": os.uname().release, "seconds": a.seconds}
     # A rebuilt report keeps the measuring run's command, date and duration.
-    meta_file = RUNS_DIR / "meta.json"
+    meta_file = a.runs_dir / "meta.json"
     if a.reuse and meta_file.exists():
         meta.update(json.loads(meta_file.read_text()))
         meta["command"] += " (report rebuilt with --reuse)"
@@ -550,7 +559,8 @@ def main(argv=None) -> int:
         meta_file.write_text(json.dumps(meta))
     meta.update(misses=misses, trace_pngs=trace_pngs)
     verdict = write_report(rows, meta, a.out)
-    if misses and not a.reuse:   # a rebuilt report adds nothing new to the notes
+    # Only real measuring runs (20 s, not rebuilt from kept runs) go to the detector notes.
+    if misses and not a.reuse and a.seconds == 20:
         NOTES.parent.mkdir(exist_ok=True)
         with open(NOTES, "a") as fh:
             fh.write(f"\n## path-lab: bench-quick misses, {meta['date']} ({meta['command']})\n\n")
