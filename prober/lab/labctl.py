@@ -129,6 +129,15 @@ class PathSpec:
             problems.append(f"mtu {self.mtu} (allowed: 1280-65000)")
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
+        elif self.server_window is not None:
+            try:
+                parse_size(self.server_window)
+            except ValueError as e:
+                problems.append(f"server_window: {e}")
+            if self.server == "iperf3":
+                # iperf3 -s refuses -w ("client only"): the client sets an iperf3 window.
+                problems.append("server_window with iperf3 (allowed only with server iperf2: "
+                                "`iperf3 -s` has no -w)")
         if problems:
             raise ValueError(f"path {self.name!r}: bad " + "; bad ".join(problems))
 

@@ -22,6 +22,9 @@ def test_labctl_units_bad_input_says_what_is_allowed():
         labctl.parse_rate("fast")
     with pytest.raises(ValueError, match=r"bad loss 1.5 \(allowed: a probability in \[0, 1\)\)"):
         labctl.PathSpec(name="x", loss=1.5)
+    with pytest.raises(ValueError, match=r"bad server_window with iperf3 \(allowed only with server iperf2"):
+        labctl.PathSpec(name="x", server_window="256K")
+    assert labctl.PathSpec(name="x", server="iperf2", server_window="256K").port == 5001
 
 
 def test_labctl_paths_json_has_the_paper_paths():
