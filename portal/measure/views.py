@@ -208,6 +208,10 @@ _PHASE_STEP = {"full": "measuring", "finishing": "storing", "done": "storing", "
 def _progress_context(m):
     state = progress.read(m.pk) or {}
     phase = state.get("phase") or ("queued" if m.status == "queued" else "connecting")
+    if m.status == "queued" and phase != "queued":
+        # The worker claimed the row between our read of it and of its progress: show the
+        # status that goes with the phase.
+        m.refresh_from_db(fields=["status", "started_at", "finished_at"])
     step = _PHASE_STEP.get(phase, phase)
     keys = [key for key, _ in PHASE_STEPS]
     current = keys.index(step) if step in keys else 0

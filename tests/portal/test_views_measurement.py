@@ -282,3 +282,21 @@ def test_not_found_page_says_what_was_missing(client, measurement):
     html = response.content.decode()
     assert "<h1>Not found</h1>" in html
     assert f"Measurement {measurement.slug} has no stored trace (status: queued)." in html
+
+
+def test_progress_status_read_again_when_worker_claimed_meanwhile(client, measurement, monkeypatch):
+    from portal.measure import views
+    from portal.measure.models import Measurement
+
+    real_read = views.progress.read
+
+    def read_after_claim(measurement_id):
+        # The worker claims the row after the view loaded it, before it reads the progress.
+        Measurement.objects.filter(pk=measurement_id).update(status="running")
+        progress.write(measurement_id, "connecting", 0.0, [])
+        return real_read(measurement_id)
+
+    monkeypatch.setattr(views.progress, "read", read_after_claim)
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert '<li class="current" data-phase="connecting">Connecting</li>' in html
+    assert '<span class="badge running" id="status" hx-swap-oob="true">running</span>' in html
