@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -125,15 +126,24 @@ def final(events: list[dict]) -> dict:
     return events[-1]
 
 
+def prober_build() -> str:
+    """Short hash of the quickprobe binary: the prober is rebuilt while others work, and a
+    report must not mix builds without saying so."""
+    return hashlib.sha256(QUICKPROBE.read_bytes()).hexdigest()[:12]
+
+
 def measure_row(row: Row, seconds: int, runs_dir: Path) -> dict:
-    out = {"row": row}
+    out = {"row": row, "build": prober_build()}
     with labctl.Lab(row.path, log_dir=runs_dir) as lab:
         for mode in ("validate", "quick", "full"):
             ev = run_prober(lab, row, mode, seconds, runs_dir / f"{row.id}.{mode}.jsonl")
             out[mode] = ev
             time.sleep(0.3)   # let the last FIN/ACKs cross before the next connection
         out["lab"] = lab.stats()
-    (runs_dir / f"{row.id}.lab.json").write_text(json.dumps(out["lab"]))
+    after = prober_build()
+    if after != out["build"]:
+        out["build"] += f"->{after}"
+    (runs_dir / f"{row.id}.lab.json").write_text(json.dumps({**out["lab"], "build": out["build"]}))
     return out
 
 
@@ -146,6 +156,7 @@ def load_row(row: Row, runs_dir: Path) -> dict:
             raise SystemExit(f"bench_quick: --reuse: {f} is missing; run without --reuse")
         out[mode] = [json.loads(x) for x in f.read_text().splitlines() if x.startswith("{")]
     out["lab"] = json.loads((runs_dir / f"{row.id}.lab.json").read_text())
+    out["build"] = out["lab"].get("build", "unknown")
     return out
 
 
@@ -231,6 +242,7 @@ def summarise(m: dict) -> dict:
     s["ss_paper_s"] = formula
     s["ss_paper_x2_s"] = 2 * formula if formula else None
     lab = m["lab"]
+    s["prober_build"] = m["build"]
     s["drops_queue"] = lab["fwd"]["drop_queue_packets"]
     s["drops_loss"] = lab["fwd"]["drop_loss_packets"]
     s["delayline_late_max_ms"] = lab["fwd"]["late_max_us"] / 1e3
@@ -334,6 +346,11 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> dict:
              "assumed an initial window of 1 MSS; Linux starts at 10, which takes about "
              "log2(10) = 3.3 RTTs off.", "",
              "## Summary", ""]
+    builds = sorted({r["prober_build"] for r in rows})
+    lines += [f"quickprobe build (sha256 of prober/build/quickprobe, first 12 hex): "
+              + ", ".join(builds)
+              + (" -- MIXED: the prober was rebuilt during this run; the rows' builds are in the CSV."
+                 if len(builds) > 1 else ""), ""]
     summ, verdict = summary_tables(rows)
     lines += summ
     lines += ["", "## Per path", "",
