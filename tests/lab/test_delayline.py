@@ -108,6 +108,8 @@ def test_delayline_window_limited_flow_no_drops(make_lab):
     # A 64 KB window can never fill a 1 MB queue: any drop here would be a delay-line bug.
     j = iperf3(lab, "-t", "2", "-w", "64K")
     assert j["end"]["sum_received"]["bits_per_second"] < 0.6 * 100e6
+    # A packet the delay line mangled would fail the receiver's checksum and be resent.
+    assert j["end"]["sum_sent"]["retransmits"] == 0
     stats = lab.stats()
     assert_conserved(stats)
     for name in ("fwd", "rev"):
