@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path as FsPath
 
 LAB_DIR = FsPath(__file__).resolve().parent
@@ -226,7 +226,6 @@ class Lab:
         self._near = self._far = self._delay = self._server = None
         self._lines: queue.Queue = queue.Queue()
         self.final_stats: dict | None = None
-        self._pid = os.getpid()
 
     # -- lifecycle
 
