@@ -517,5 +517,7 @@ int main(int argc, char **argv)
     print_stats("ready", &fwd, &rev);
     int rc = run(&fwd, &rev, sfd);
     print_stats("exit", &fwd, &rev);
+    free(fwd.q.buf);
+    free(rev.q.buf);
     return rc;
 }
