@@ -289,6 +289,9 @@ def summary_tables(rows: list[dict]) -> tuple[list[str], dict]:
             [(r["paired_in_recovery"], r["paired_error_pct"]) for r in rows]
     rec = [abs(e) for f, e in pairs if f and e is not None]
     clean = [abs(e) for f, e in pairs if f is False and e is not None]
+    if not rec and clean:
+        lines += ["", f"No quick window (of {len(clean)}, quick and paired runs) began while a "
+                  "stream was in loss recovery."]
     if rec and clean:
         lines += ["", f"Quick windows (quick and paired runs together) that began while a stream was "
                   f"in loss recovery: {len(rec)}, median |error| {statistics.median(rec):.1f} %, "
