@@ -92,3 +92,24 @@ def test_progress_refused_target_shows_failure(watched_page, live_server, celery
     assert page.locator("#chart-cwnd").count() == 0 and page.locator("#headline").count() == 0
     watched_page.screenshot("permalink-failed")
     watched_page.assert_clean()
+
+
+def test_progress_iperf2_site_quick_test_done(watched_page, live_server, iperf2_port, celery_worker):
+    page = watched_page.page
+    base = live_server.url
+    factories.make_site(name="Loopback iperf 2", slug="loopback2", host="127.0.0.1", port=iperf2_port,
+                        protocol="iperf2")
+    factories.make_user("frank", password=PASSWORD)
+    log_in(page, base, "/measure/new?site=loopback2", "frank", PASSWORD)
+    slug = request_test(page, celery_worker.name, "quick", 5)
+    page.wait_for_function(FINISHED, timeout=60_000)
+
+    m = Measurement.objects.get(slug=slug)
+    assert m.status == "done", (m.status, m.failure_code, m.failure_reason)
+    assert m.server_bytes is None  # iperf 2 reports nothing back to the client
+    results = page.inner_text("#results")
+    assert "iperf 2 does not say" in results
+    assert "iperf 2" in page.inner_text("#parameters")
+    bw = {ds["label"]: ds["points"] for ds in wait_for_chart(page, "chart-bw")}
+    assert bw == {"InstBW": m.trace.sample_count, "CumuBW": m.trace.sample_count}
+    watched_page.assert_clean()
