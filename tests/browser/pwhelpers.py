@@ -35,9 +35,11 @@ class PageWatch:
             self.console_errors.append(f"{msg.text} ({msg.location.get('url')})")
 
     def _on_request_failed(self, request):
-        # A download ends its request as "aborted" in Chromium although the file arrived.
+        # ERR_ABORTED is a request the browser itself cancelled: a download's navigation, or an
+        # image a script added just before the test moved to the next page. Failures that
+        # matter show as HTTP errors or other net:: codes.
         failure = request.failure or ""
-        if "net::ERR_ABORTED" in failure and request.resource_type == "document":
+        if "net::ERR_ABORTED" in failure:
             return
         self.failed_requests.append(f"{request.method} {request.url}: {failure}")
 
