@@ -173,7 +173,8 @@ def _die_with_parent(parent_pid: int) -> None:
     # In the forked child: die with the lab; if the lab already died, do not linger.
     _check_libc(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
     if os.getppid() != parent_pid:
-        os._exit(1)
+        os.write(2, b"labctl: the lab process died before this child started\n")
+        os._exit(125)
 
 
 def _setns(ns_path: str) -> None:

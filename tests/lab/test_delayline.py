@@ -27,7 +27,7 @@ def assert_conserved(stats):
 def iperf3(lab, *args, timeout=30):
     r = lab.run(["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", *args],
                 capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}; stdout {r.stdout[-2000:]!r}; stderr {r.stderr!r}"
     return json.loads(r.stdout)
 
 

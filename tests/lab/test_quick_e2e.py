@@ -9,7 +9,7 @@ from tests.lab.conftest import labctl
 def probe(lab, quickprobe, *args):
     r = lab.run([str(quickprobe), "-c", lab.far_addr, "-p", str(lab.port), "--json", *args],
                 capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}; stdout {r.stdout[-2000:]!r}; stderr {r.stderr!r}"
     events = [json.loads(line) for line in r.stdout.splitlines()]
     assert events[0]["event"] == "start" and events[-1]["event"] == "result"
     return events
