@@ -27,6 +27,19 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 REPORT = ROOT / "prober" / "bench" / "report-prober.md"
 
+# Unpinned on a 2-core box, the scheduler sometimes puts the sender and the server on one
+# core and sometimes not: the same run then swings between ~22 and ~39 Gbit/s, far more
+# than the effects being measured. Pinning the server to one core and the client (prober
+# or iperf3) to another makes runs repeat within ~2 %. Set by main(); None = no pinning.
+PIN = {"server": None, "client": None}
+
+
+def _pinned(which):
+    cpus = PIN[which]
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
 
 def free_port():
     with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
@@ -49,7 +62,8 @@ def listening(port):
 def start_server():
     port = free_port()
     srv = subprocess.Popen(["iperf3", "-s", "-p", str(port)], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+                           stderr=subprocess.DEVNULL, start_new_session=True,
+                           preexec_fn=_pinned("server"))
     deadline = time.monotonic() + 10
     while not listening(port):
         if srv.poll() is not None or time.monotonic() > deadline:
@@ -61,7 +75,8 @@ def start_server():
 
 def run_measured(argv):
     """Run to completion; (stdout, exit code, user+sys CPU seconds of that process)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         preexec_fn=_pinned("client"))
     try:
         out = p.stdout.read()
         _, status, ru = os.wait4(p.pid, 0)
@@ -181,6 +196,9 @@ def report(args, clients, sampling, wall_s):
         "`sum_received.bytes` / `sum_sent.seconds`). CPU = user+sys of the client process "
         "(os.wait4), per byte received. Ratios are prober / iperf3 per pair; the summary is "
         "the median over pairs. Only ratios are meaningful on a shared machine.",
+        (f"CPU pinning: `iperf3 -s` on CPU {sorted(PIN['server'])}, the client (prober or "
+         f"iperf3) on CPU {sorted(PIN['client'])}, for both sides alike."
+         if PIN["server"] else "No CPU pinning (--no-pin): expect large run-to-run spread."),
         "",
         "## Prober vs iperf3 client",
         "",
@@ -241,13 +259,19 @@ def main():
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--sampling-reps", type=int, default=4)
     ap.add_argument("--report", type=Path, default=REPORT)
+    ap.add_argument("--no-pin", action="store_true",
+                    help="let the scheduler place server and client (noisy on 2 cores)")
     args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    if not args.no_pin and len(cpus) >= 2:
+        PIN["server"], PIN["client"] = {cpus[-1]}, {cpus[0]}
     if not QUICKPROBE.exists():
         sys.exit(f"{QUICKPROBE} is missing: run `make prober`")
     t0 = time.monotonic()
     srv, port = start_server()
     try:
-        print(f"bench-prober: iperf3 -s on port {port}, -t {args.time}", flush=True)
+        print(f"bench-prober: iperf3 -s on port {port}, -t {args.time}, pinning "
+              f"server {PIN['server']} client {PIN['client']}", flush=True)
         clients = []
         for s in args.streams:
             clients += compare_clients(port, args.time, s, args.pairs,
