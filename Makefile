@@ -27,7 +27,7 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
-test: venv prober check-prober
+test: venv prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
