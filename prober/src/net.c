@@ -169,11 +169,11 @@ fail:
     return rc;
 }
 
-/* Wait until fd is readable or deadline passes; 1 readable, 0 timeout, NET_ERR_*. */
-int net_wait_readable(int fd, double deadline, char *err, size_t errlen)
+/* Wait until fd has one of events or deadline passes; 1 ready, 0 timeout, NET_ERR_*. */
+static int wait_for(int fd, short events, double deadline, char *err, size_t errlen)
 {
     for (;;) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
+        struct pollfd p = { .fd = fd, .events = events };
         int n = poll(&p, 1, ms_left(deadline));
 
         if (n > 0)
@@ -191,26 +191,10 @@ int net_wait_readable(int fd, double deadline, char *err, size_t errlen)
     }
 }
 
-/* Wait until fd is writable or deadline passes; 1 writable, 0 timeout, NET_ERR_*. */
-static int wait_writable(int fd, double deadline, char *err, size_t errlen)
+/* Wait until fd is readable or deadline passes; 1 readable, 0 timeout, NET_ERR_*. */
+int net_wait_readable(int fd, double deadline, char *err, size_t errlen)
 {
-    for (;;) {
-        struct pollfd p = { .fd = fd, .events = POLLOUT };
-        int n = poll(&p, 1, ms_left(deadline));
-
-        if (n > 0)
-            return 1;
-        if (n == 0)
-            return 0;
-        if (errno != EINTR) {
-            snprintf(err, errlen, "poll: %s", strerror(errno));
-            return NET_ERR_IO;
-        }
-        if (net_interrupted) {
-            snprintf(err, errlen, "interrupted");
-            return NET_ERR_INTR;
-        }
-    }
+    return wait_for(fd, POLLIN, deadline, err, errlen);
 }
 
 /* Write all of buf before deadline (monotonic seconds); NET_OK or NET_ERR_*. */
@@ -219,7 +203,7 @@ int net_write_all(int fd, const void *buf, size_t len, double deadline, char *er
     const char *p = buf;
 
     while (len > 0) {
-        int w = wait_writable(fd, deadline, err, errlen);
+        int w = wait_for(fd, POLLOUT, deadline, err, errlen);
         ssize_t n;
 
         if (w < 0)
