@@ -15,25 +15,24 @@ def _scaled(value, scale):
     return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
 
 
+def _stepped(value, units, base_unit):
+    for scale, unit in units:
+        if abs(value) >= scale:
+            return f"{_scaled(value, scale)} {unit}"
+    return f"{value:.0f} {base_unit}"
+
+
 def format_bps(value):
     """123400000.0 -> "123.4 Mbit/s"; None -> "–" (unknown is not zero)."""
     if value is None or value == "":
         return "–"
-    value = float(value)
-    for scale, unit in _RATE_UNITS:
-        if abs(value) >= scale:
-            return f"{_scaled(value, scale)} {unit}"
-    return f"{value:.0f} bit/s"
+    return _stepped(float(value), _RATE_UNITS, "bit/s")
 
 
 def format_bytes(value):
     if value is None or value == "":
         return "–"
-    value = int(value)
-    for scale, unit in _SIZE_UNITS:
-        if abs(value) >= scale:
-            return f"{_scaled(value, scale)} {unit}"
-    return f"{value} B"
+    return _stepped(int(value), _SIZE_UNITS, "B")
 
 
 def format_us(value):
