@@ -228,3 +228,21 @@ def test_json_lines_follow_the_events_contract(iperf3_server):
     assert sse["t"] == last["t"]
     assert sse["rule"] == last["rule"]          # the rule of the last stream to leave
     assert all(x["rule"] in qp.RULES for x in sse["streams"])
+
+
+@pytest.mark.parametrize("host,address", [("::1", "::1"), ("[::1]", "::1"), ("127.0.0.1", "127.0.0.1")])
+def test_host_literal_of_either_family_reaches_the_server(iperf3_server, host, address):
+    run = qp.run_qp("-c", host, "-p", iperf3_server.port, "-t", 3)
+    res = result_of(run)
+    assert run.one("start")["target"]["address"] == address
+    assert res["server_bytes"] > 0
+
+
+def test_host_name_is_resolved(iperf3_server):
+    # localhost resolves to ::1 and/or 127.0.0.1 here; the prober tries each address in turn.
+    run = qp.run_qp("-c", "localhost", "-p", iperf3_server.port, "-t", 3)
+    res = result_of(run)
+    start = run.one("start")
+    assert start["target"]["host"] == "localhost"
+    assert start["target"]["address"] in {"::1", "127.0.0.1"}
+    assert res["server_bytes"] > 0
