@@ -8,6 +8,8 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -36,24 +38,126 @@ static int ms_left(double deadline)
     return (int)(left * 1000.0) + 1;
 }
 
-/* Resolve host:port (IPv4, IPv6, names) into up to max addresses in the resolver's
- * order; returns how many (>= 1) or NET_ERR_DNS. */
-int net_resolve(const char *host, int port, net_addr *out, int max, char *err, size_t errlen)
+/* One getaddrinfo call run on its own thread, so that the caller can stop waiting: glibc's
+ * resolver has no deadline of its own, and a silent DNS server would hang the prober. Whoever
+ * finishes last (the thread, or a caller that gave up) frees the job. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, abandoned, rc, err_no;
+    char host[256], port[16];
+    struct addrinfo *res;
+} resolve_job;
+
+/* Thread body: resolve, publish the answer, free the job if the caller gave up. */
+static void *resolve_thread(void *arg)
 {
+    resolve_job *j = arg;
     struct addrinfo hints, *res = NULL;
-    char portstr[16];
-    int rc, n = 0;
+    int rc, abandoned;
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", host,
-                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+    rc = getaddrinfo(j->host, j->port, &hints, &res);
+    pthread_mutex_lock(&j->mu);
+    j->rc = rc;
+    j->err_no = errno;
+    j->res = res;
+    j->done = 1;
+    abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) {
+        if (res)
+            freeaddrinfo(res);
+        free(j);
+    }
+    return NULL;
+}
+
+/* Wait for the job until the monotonic deadline; 1 done, 0 gave up (job now the thread's). */
+static int resolve_wait(resolve_job *j, double timeout_s)
+{
+    double deadline = net_now() + timeout_s;
+    int done;
+
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && net_now() < deadline && !net_interrupted) {
+        struct timespec ts;
+        double left = deadline - net_now();
+
+        /* Short real-time waits, checked against the monotonic clock: immune to clock steps. */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        left = left < 0.05 ? left : 0.05;
+        ts.tv_nsec += (long)(left * 1e9);
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    done = j->done;
+    if (!done)
+        j->abandoned = 1;
+    pthread_mutex_unlock(&j->mu);
+    return done;
+}
+
+/* getaddrinfo for host:port with a deadline; 0 with *res set, or NET_ERR_DNS / NET_ERR_INTR. */
+static int resolve_deadline(const char *host, int port, double timeout_s, struct addrinfo **res,
+                            char *err, size_t errlen)
+{
+    resolve_job *j = calloc(1, sizeof(*j));
+    pthread_t tid;
+    int rc = NET_ERR_DNS;
+
+    if (!j || strlen(host) >= sizeof(j->host)) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host, j ? "name too long" : "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    snprintf(j->host, sizeof(j->host), "%s", host);
+    snprintf(j->port, sizeof(j->port), "%d", port);
+    if (pthread_create(&tid, NULL, resolve_thread, j) != 0) {
+        snprintf(err, errlen, "cannot resolve '%s': no thread for the resolver", host);
+        goto fail;
+    }
+    pthread_detach(tid);
+    if (!resolve_wait(j, timeout_s)) {
+        /* The job is the thread's now: it frees it when getaddrinfo returns. */
+        if (net_interrupted) {
+            snprintf(err, errlen, "interrupted");
+            return NET_ERR_INTR;
+        }
+        snprintf(err, errlen, "cannot resolve '%s': no answer from the resolver within %.1f s",
+                 host, timeout_s);
         return NET_ERR_DNS;
     }
+    if (j->rc != 0 || !j->res) {
+        snprintf(err, errlen, "cannot resolve '%s': %s", host,
+                 j->rc == EAI_SYSTEM ? strerror(j->err_no) : gai_strerror(j->rc));
+        if (j->res)
+            freeaddrinfo(j->res);
+        goto fail;
+    }
+    *res = j->res;
+    rc = 0;
+fail:
+    free(j);
+    return rc;
+}
+
+/* Resolve host:port (IPv4, IPv6, names) within timeout_s into up to max addresses in the
+ * resolver's order; returns how many (>= 1), NET_ERR_DNS or NET_ERR_INTR. */
+int net_resolve(const char *host, int port, double timeout_s, net_addr *out, int max,
+                char *err, size_t errlen)
+{
+    struct addrinfo *res = NULL;
+    int rc, n = 0;
+
+    rc = resolve_deadline(host, port, timeout_s, &res, err, errlen);
+    if (rc < 0)
+        return rc;
     for (struct addrinfo *ai = res; ai && n < max; ai = ai->ai_next) {
         if (ai->ai_addrlen > sizeof(out[n].addr))
             continue;

@@ -32,9 +32,10 @@ extern volatile sig_atomic_t net_interrupted;
 /* Monotonic clock in seconds. */
 double net_now(void);
 
-/* Resolve host:port (IPv4, IPv6, names) into up to max addresses in the resolver's
- * order; returns how many (>= 1) or NET_ERR_DNS. */
-int net_resolve(const char *host, int port, net_addr *out, int max, char *err, size_t errlen);
+/* Resolve host:port (IPv4, IPv6, names) within timeout_s into up to max addresses in the
+ * resolver's order; returns how many (>= 1), NET_ERR_DNS or NET_ERR_INTR. */
+int net_resolve(const char *host, int port, double timeout_s, net_addr *out, int max,
+                char *err, size_t errlen);
 
 /* Turn off Nagle on fd: single state bytes must not wait. */
 void net_set_nodelay(int fd);

@@ -155,7 +155,11 @@ static int setup(qp_run *r, qp_err *e)
     char msg[256];
     int naddrs;
 
-    naddrs = net_resolve(o->host, o->port, addrs, 8, msg, sizeof(msg));
+    naddrs = net_resolve(o->host, o->port, o->connect_timeout_s, addrs, 8, msg, sizeof(msg));
+    if (naddrs == NET_ERR_INTR) {
+        QP_ERR(e, "interrupted", "interrupted");
+        return -1;
+    }
     if (naddrs < 0) {
         QP_ERR(e, "dns", "%s", msg);
         return -1;

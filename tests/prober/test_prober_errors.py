@@ -1,6 +1,7 @@
 """quickprobe's error paths: a busy real iperf3, a real RSA-protected iperf3, hostile fake
 servers, closed ports, bad names and bad options. Every failing run must end quickly with
 the documented `error` event and exit status."""
+import os
 import re
 import shutil
 import signal
@@ -159,6 +160,53 @@ def test_unresolvable_name_gives_dns():
     run = qp.run_qp("-c", "nonexistent.invalid", "--connect-timeout", 1)
     err = expect_error(run, "dns")
     assert "nonexistent.invalid" in err["message"]
+
+
+# A resolver that never answers: a UDP "DNS server" that reads queries and stays silent, in a
+# private network and mount namespace whose /etc/resolv.conf points at it. glibc would wait
+# timeout x attempts (5 s x 2 by default); the prober must give up at --connect-timeout.
+_SILENT_DNS = r"""
+set -e
+ip link set lo up
+mount --bind "$1" /etc/resolv.conf
+python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+end = time.time() + 20
+while time.time() < end:
+    s.settimeout(0.5)
+    try:
+        s.recvfrom(512)
+    except OSError:
+        pass
+' </dev/null >/dev/null 2>&1 &
+dns=$!
+sleep 0.3
+shift
+rc=0
+"$@" || rc=$?
+kill $dns
+exit $rc
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root and unshare(1) for a private network and mount namespace")
+def test_silent_resolver_gives_dns_within_connect_timeout(tmp_path):
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\noptions timeout:5 attempts:2\n")
+    argv = ["unshare", "--net", "--mount", "sh", "-c", _SILENT_DNS, "sh", str(resolv),
+            *qp.quickprobe_argv("-c", "quickprobe-test.example", "--connect-timeout", 1)]
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    wall = time.monotonic() - t0
+    events = qp.parse_lines(p.stdout)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert events[-1]["event"] == "error" and events[-1]["code"] == "dns", events
+    assert events[-1]["message"] == ("cannot resolve 'quickprobe-test.example': "
+                                     "no answer from the resolver within 1.0 s")
+    assert wall < 4, wall
 
 
 def test_sigint_before_data_gives_interrupted_error(fake_server):
