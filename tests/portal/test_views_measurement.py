@@ -75,6 +75,15 @@ def test_permalink_quick_not_entered_says_so(client, site, vantage):
     assert "<dt>Slow-start end</dt><dd>never detected</dd>" in html
 
 
+def test_permalink_full_run_does_not_claim_quick_mode_failed(client, site, vantage):
+    result = factories.sample_result_event(mode="full", quick_mode_entered=False, quick_bps=None,
+                                           cumulative_bps=4.2e8, full_bps=4.2e8)
+    m = factories.make_done_measurement(site=site, vantage=vantage, mode="full", result=result)
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert "<dt>Quick estimate</dt><dd>– (full run: not asked for)</dd>" in html
+    assert "quick mode not entered" not in html
+
+
 def test_permalink_failed_shows_code_and_reason(client, site, vantage):
     m = factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
                                    failure_reason="connect to 127.0.0.1 port 5201: Connection refused")
