@@ -1,20 +1,19 @@
 """The JSON API, /api/v1/. Bearer-token auth (manage.py issue_token USERNAME) on every endpoint
 but the OpenAPI schema. A measurement's <id> is its slug, the same unguessable id as the
 permalink /m/<slug>/: numeric ids would let anyone count and walk everyone's results."""
-import csv
 import datetime
 import functools
 import json
 
 from django.core.exceptions import ValidationError
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import progress
-from .csvexport import measurement_csv_rows
+from .csvexport import csv_response, measurement_csv_rows
 from .forms import MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
 from .services import request_measurement
@@ -191,11 +190,6 @@ def _parse_bound(name, value):
     return moment, lookup
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 @require_GET
 @token_required
 def measurements_csv(request):
@@ -224,12 +218,8 @@ def measurements_csv(request):
         return JsonResponse({"errors": problems}, status=400)
     for moment, lookup in bounds.values():
         queryset = queryset.filter(**{f"created_at__{lookup}": moment})
-    writer = csv.writer(_Echo())
-    response = StreamingHttpResponse((writer.writerow(row) for row in measurement_csv_rows(queryset)),
-                                     content_type="text/csv; charset=utf-8")
     name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    return csv_response(measurement_csv_rows(queryset), name)
 
 
 @require_GET

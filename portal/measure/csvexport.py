@@ -3,6 +3,9 @@
 Columns are the stored result figures in the units of prober/EVENTS.md (bit/s, bytes, µs,
 seconds), so a notebook can read them without a unit table. Timestamps are ISO 8601 UTC.
 """
+import csv
+
+from django.http import StreamingHttpResponse
 
 MEASUREMENT_CSV_COLUMNS = [
     "slug", "site", "vantage", "mode", "status", "created_at", "started_at", "finished_at",
@@ -41,3 +44,20 @@ def measurement_csv_rows(queryset, chunk_size=2000):
             record["quick_bps"] if record["quick_mode_entered"] else record["cumulative_bps"]
         )
         yield [_cell(record[c]) for c in MEASUREMENT_CSV_COLUMNS]
+
+
+class _Echo:
+    """csv.writer wants a file; this one hands each formatted line straight back."""
+
+    def write(self, value):
+        return value
+
+
+def csv_response(rows, filename, lineterminator="\r\n"):
+    """A streaming CSV download of rows (header first): one line is formatted at a time, so
+    memory stays flat however many rows the iterator yields."""
+    writer = csv.writer(_Echo(), lineterminator=lineterminator)
+    response = StreamingHttpResponse((writer.writerow(row) for row in rows),
+                                     content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

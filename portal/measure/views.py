@@ -3,7 +3,6 @@
 Domain work (creating and enqueuing a measurement, reading progress, packing traces) lives in
 models and plain modules; these functions only pick rows, check access and render.
 """
-import csv
 import datetime
 import functools
 import re
@@ -12,12 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.cache.backends.locmem import LocMemCache
 from django.db.models.signals import post_delete, post_save
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import history, progress
-from .csvexport import measurement_csv_rows
+from .csvexport import csv_response, measurement_csv_rows
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
 from .services import request_measurement
@@ -233,18 +232,9 @@ def _get_trace(slug):
     return m, trace
 
 
-class _Echo:
-    """csv.writer wants a file; this one hands each formatted line straight back."""
-
-    def write(self, value):
-        return value
-
-
 def _csv_response(rows, filename):
-    writer = csv.writer(_Echo(), lineterminator="\n")
-    response = StreamingHttpResponse((writer.writerow(row) for row in rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    # The page downloads have always used bare newlines (the API keeps csv's \r\n).
+    return csv_response(rows, filename, lineterminator="\n")
 
 
 @require_GET
