@@ -402,9 +402,7 @@ int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_rea
 
     fd = net_connect(a, to, 0, NULL, msg, sizeof(msg));
     if (fd < 0) {
-        QP_ERR(e, fd == NET_ERR_REFUSED ? "connect_refused" :
-                  fd == NET_ERR_TIMEOUT ? "connect_timeout" :
-                  fd == NET_ERR_INTR ? "interrupted" : "io", "%s", msg);
+        QP_ERR(e, net_connect_code(fd), "%s", msg);
         return -1;
     }
     net_set_nodelay(fd);

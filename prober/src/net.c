@@ -176,6 +176,18 @@ int net_resolve(const char *host, int port, double timeout_s, net_addr *out, int
     return n;
 }
 
+/* The EVENTS.md error code for a net_connect failure rc. */
+const char *net_connect_code(int rc)
+{
+    if (rc == NET_ERR_REFUSED)
+        return "connect_refused";
+    if (rc == NET_ERR_TIMEOUT)
+        return "connect_timeout";
+    if (rc == NET_ERR_INTR)
+        return "interrupted";
+    return "io";
+}
+
 /* Turn off Nagle on fd: single state bytes must not wait. */
 void net_set_nodelay(int fd)
 {

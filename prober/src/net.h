@@ -37,6 +37,10 @@ double net_now(void);
 int net_resolve(const char *host, int port, double timeout_s, net_addr *out, int max,
                 char *err, size_t errlen);
 
+/* The EVENTS.md error code for a net_connect failure rc: connect_refused, connect_timeout,
+ * interrupted or io. */
+const char *net_connect_code(int rc);
+
 /* Turn off Nagle on fd: single state bytes must not wait. */
 void net_set_nodelay(int fd);
 

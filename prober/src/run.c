@@ -71,9 +71,7 @@ static void connect_error(const qp_run *r, int rc, const char *msg, qp_err *e)
     if (rc == NET_ERR_CC)
         cc_error(r->o->congestion, e);
     else
-        QP_ERR(e, rc == NET_ERR_REFUSED ? "connect_refused" :
-                  rc == NET_ERR_TIMEOUT ? "connect_timeout" :
-                  rc == NET_ERR_INTR ? "interrupted" : "io", "data stream: %s", msg);
+        QP_ERR(e, net_connect_code(rc), "data stream: %s", msg);
 }
 
 /* Read what the kernel gave the first data socket: cc, MSS, send buffer. */
