@@ -101,3 +101,13 @@ def test_site_csv_bad_dates_400_with_message(client, rows, query, message):
 
 def test_site_csv_unknown_site_404(client, db):
     assert client.get("/sites/nope/measurements.csv").status_code == 404
+
+
+def test_site_csv_headline_falls_back_to_cumulative_when_quick_mode_not_entered(site, vantage):
+    result = factories.sample_result_event(quick_mode_entered=False, quick_bps=None, cumulative_bps=4.2e8)
+    factories.make_done_measurement(site=site, vantage=vantage, slug="noquick", result=result)
+    lines = _body(Client().get("/sites/loopback/measurements.csv")).splitlines()
+    header = lines[0].split(",")
+    row = dict(zip(header, lines[1].split(",")))
+    assert (row["headline_bps"], row["quick_mode_entered"], row["quick_bps"], row["cumulative_bps"]) == (
+        "420000000.0", "false", "", "420000000.0")
