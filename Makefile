@@ -7,6 +7,8 @@ PYTHON3 ?= python3
 # The tests run against real PostgreSQL and Redis; override on the command line.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+# With DEBUG off the portal refuses to start without a key; the tests and benchmarks use this one.
+TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
 
 .PHONY: all prober check-prober venv test run bench-prober bench-quick bench-portal fuzz lab clean
@@ -28,7 +30,7 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 test: venv prober lab check-prober
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
 run: venv prober
@@ -42,7 +44,7 @@ bench-quick: venv prober
 	$(PY) prober/bench/bench_quick.py $(if $(FULL),--full,)
 
 bench-portal: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_portal.py
 
 fuzz:

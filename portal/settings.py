@@ -4,6 +4,7 @@ Embedded default (nothing set): SQLite and a file-system Celery broker under var
 `make run` works on a fresh machine. DATABASE_URL / REDIS_URL switch to PostgreSQL / Redis
 (docker-compose.yml, the tests).
 """
+import datetime
 import os
 import socket
 from pathlib import Path
@@ -85,13 +86,33 @@ def database_from_url(url):
     )
 
 
+def secret_key_from_env(debug):
+    """SECRET_KEY, or the first line of the file SECRET_KEY_FILE names (Docker / systemd
+    secrets). Without either only a DEBUG run may start: a key anyone can guess signs sessions,
+    password-reset links and CSRF tokens that anyone could then forge."""
+    key = env_str("SECRET_KEY")
+    path = env_str("SECRET_KEY_FILE")
+    if key is None and path is not None:
+        try:
+            key = Path(path).read_text().strip() or None
+        except OSError as exc:
+            raise ImproperlyConfigured(f"SECRET_KEY_FILE={path!r}: cannot be read ({exc.strerror})") from None
+        if key is None:
+            raise ImproperlyConfigured(f"SECRET_KEY_FILE={path!r}: the file is empty")
+    if key is not None:
+        return key
+    if not debug:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set, and DEBUG is off: set SECRET_KEY to 50 or more random characters "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))') or SECRET_KEY_FILE to a file "
+            "holding one, or set DEBUG=1 for a development run on this machine only."
+        )
+    # DEBUG only: a stable per-checkout key so sessions survive restarts while developing.
+    return "insecure-debug-only-" + str(BASE_DIR)
+
+
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY")
-if SECRET_KEY is None:
-    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY is not set")
-    # A stable per-checkout key for the embedded default; production sets SECRET_KEY.
-    SECRET_KEY = "insecure-local-only-" + str(BASE_DIR)
+SECRET_KEY = secret_key_from_env(DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -105,6 +126,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "portal.measure",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -118,6 +140,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -177,6 +201,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name
+# from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES (429 with Retry-After).
+# Keyed on the pair so a stranger cannot lock a colleague out from elsewhere.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_number("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env_number("LOGIN_LOCKOUT_MINUTES", 15.0, kind=float, minimum=0.1)
+AXES_COOLOFF_TIME = datetime.timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "portal.lockout.client_ip"
+# Behind a reverse proxy REMOTE_ADDR is the proxy's: name the header it sets to the client's
+# address (e.g. X-Real-IP). Only for a proxy that overwrites it, or clients could pick their own.
+CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER")
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -196,8 +234,32 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# HTTPS, all off by default so `make run` works on plain http://127.0.0.1. A deployment behind
+# TLS sets them (docs/production.env lists the values `manage.py check --deploy` accepts).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_number("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SESSION_COOKIE_SECURE)
+
+
+def proxy_ssl_header_from_env():
+    """SECURE_PROXY_SSL_HEADER from "Header-Name: value" (e.g. "X-Forwarded-Proto: https").
+    Set it only behind a proxy that overwrites that header: otherwise a client could claim
+    HTTPS by sending it."""
+    raw = env_str("SECURE_PROXY_SSL_HEADER")
+    if raw is None:
+        return None
+    name, sep, value = raw.partition(":")
+    if not sep or not name.strip() or not value.strip():
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={raw!r}: expected 'Header-Name: value', e.g. 'X-Forwarded-Proto: https'"
+        )
+    return ("HTTP_" + name.strip().upper().replace("-", "_"), value.strip())
+
+
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
 
 # --- the measurement pipeline -------------------------------------------------------------
 QUICKPROBE_BIN = env_str("QUICKPROBE_BIN", str(BASE_DIR / "prober" / "build" / "quickprobe"))

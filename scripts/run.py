@@ -94,8 +94,27 @@ class Processes:
                 pass
 
 
+def ensure_secret_key():
+    """The portal refuses to start without a secret key unless DEBUG is on; a local run keeps
+    a random one under var/ (made once, readable by this user only), so sessions survive a
+    restart and no key is shared between checkouts."""
+    if os.environ.get("SECRET_KEY") or os.environ.get("SECRET_KEY_FILE"):
+        return
+    path = Path(os.environ.get("PORTAL_VAR_DIR", REPO / "var")) / "secret_key"
+    if not path.exists():
+        import secrets
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(50) + "\n")
+    os.environ["SECRET_KEY_FILE"] = str(path)
+
+
 def setup_django():
     import django
+
+    ensure_secret_key()
 
     django.setup()
     from django.conf import settings
