@@ -30,7 +30,9 @@ def _django(code, **env_overrides):
 
 
 def _manage(*args, **env_overrides):
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE", "DEBUG"}}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for their live server; no deployment does.
+    dropped = {"SECRET_KEY", "SECRET_KEY_FILE", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(env_overrides)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)

@@ -123,6 +123,7 @@ def test_admin_requires_staff(client, user):
 def test_demo_setup_command_creates_site_vantage_login_token(db, capsys, settings):
     from django.contrib.auth import authenticate
     from django.core.management import call_command
+    from django.test import RequestFactory
 
     from portal.measure.models import ApiToken, Site
 
@@ -132,7 +133,9 @@ def test_demo_setup_command_creates_site_vantage_login_token(db, capsys, setting
     assert out[0] == "site local-iperf3: iperf3 on 127.0.0.1:5999; vantage demo-host"
     assert out[1] == "login: demo / s3cret-demo-pw"
     token = out[2].removeprefix("token: ")
-    assert authenticate(username="demo", password="s3cret-demo-pw") is not None
+    # django-axes' backend needs the request (it throttles by the client's address).
+    login = RequestFactory().post("/accounts/login/")
+    assert authenticate(request=login, username="demo", password="s3cret-demo-pw") is not None
     assert ApiToken.objects.get(key_hash=ApiToken.hash_key(token)).user.username == "demo"
     site = Site.objects.get(slug="local-iperf3")
     assert (site.host, site.port, site.protocol, site.enabled) == ("127.0.0.1", 5999, "iperf3", True)
