@@ -253,10 +253,10 @@ def report(args, clients, sampling, wall_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    # 4 s x (4 pairs x 2 stream counts x 2 clients + 4 reps x 3 periods) ~ 2.5 min in all
+    # 4 s x (4 pairs x 3 stream counts x 2 clients + 4 reps x 3 periods) ~ 3.5 min in all
     ap.add_argument("--time", type=int, default=4, help="seconds per run (default 4)")
     ap.add_argument("--pairs", type=int, default=4, help="prober/iperf3 pairs per stream count")
-    ap.add_argument("--streams", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--sampling-reps", type=int, default=4)
     ap.add_argument("--report", type=Path, default=REPORT)
     ap.add_argument("--no-pin", action="store_true",

@@ -1,5 +1,5 @@
-/* measure.c: sender threads writing 128 KiB blocks, and the sampler that reads
- * TCP_INFO every --sample-ms, feeds the slow-start detectors and decides the end. */
+/* measure.c: the sampler that reads TCP_INFO every --sample-ms, feeds the slow-start
+ * detectors and decides the end (the sender thread is sender.c). */
 #include "measure.h"
 
 #include <errno.h>
@@ -23,98 +23,18 @@
 #define LOWAT_S 0.04
 #define LOWAT_MIN_BYTES (16u * 1024)
 
-typedef struct {
-    qp_run *r;
-    qp_stream *s;
-} sender_arg;
-
-/* One sender: write 128 KiB blocks until told to stop or the socket fails. */
-static void *sender_main(void *p)
+/* Initialise the detectors, set t = 0 and announce the first phase: the sender
+ * (sender.c) starts writing right after this. */
+void measure_begin(qp_run *r)
 {
-    sender_arg *a = p;
-    qp_stream *s = a->s;
-    atomic_int *stop = &a->r->stop;
-    char *buf = calloc(1, IPERF3_BLOCK);
-
-    free(a);
-    if (!buf) {
-        atomic_store(&s->send_errno, ENOMEM);
-        return NULL;
-    }
-    while (!atomic_load_explicit(stop, memory_order_relaxed)) {
-        ssize_t n = send(s->fd, buf, IPERF3_BLOCK, MSG_NOSIGNAL);
-
-        if (n > 0) {
-            atomic_fetch_add_explicit(&s->written, (uint64_t)n, memory_order_relaxed);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            continue;
-        atomic_store(&s->send_errno, n == 0 ? EPIPE : errno);
-        break;
-    }
-    free(buf);
-    return NULL;
-}
-
-/* Start one sender thread per stream and set t0; 0 or -1 with e set. */
-int measure_start_senders(qp_run *r, qp_err *e)
-{
-    sigset_t block, old;
     ss_cc cc = ss_cc_from_name(r->congestion);
-    int rc = 0;
 
     for (int i = 0; i < r->n; i++)
         ss_init(&r->streams[i].det, SS_ALGO_AUTO, cc);
-    /* Signals go to the sampler thread only, which ends the test cleanly. */
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
     r->t0 = net_now();
     r->started = 1;
     r->next_interval_t = r->o->interval_s;
-    for (int i = 0; i < r->n; i++) {
-        sender_arg *a = malloc(sizeof(*a));
-
-        if (a) {
-            a->r = r;
-            a->s = &r->streams[i];
-        }
-        if (!a || pthread_create(&r->streams[i].thread, NULL, sender_main, a) != 0) {
-            free(a);
-            QP_ERR(e, "io", "cannot start sender thread %d", i + 1);
-            rc = -1;
-            break;
-        }
-        r->streams[i].thread_started = 1;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0)
-        out_phase(r->o->mode == MODE_FULL ? "full" : "slow_start", 0.0);
-    return rc;
-}
-
-/* Ask the senders to stop and join them (idempotent). */
-void measure_stop_senders(qp_run *r)
-{
-    atomic_store(&r->stop, 1);
-    for (int i = 0; i < r->n; i++) {
-        if (!r->streams[i].thread_started)
-            continue;
-        pthread_join(r->streams[i].thread, NULL);
-        r->streams[i].thread_started = 0;
-    }
-}
-
-/* Data bytes written so far over all streams. */
-uint64_t measure_written(const qp_run *r)
-{
-    uint64_t sum = 0;
-
-    for (int i = 0; i < r->n; i++)
-        sum += atomic_load_explicit(&r->streams[i].written, memory_order_relaxed);
-    return sum;
+    out_phase(r->o->mode == MODE_FULL ? "full" : "slow_start", 0.0);
 }
 
 /* inst_bps from a history of (t, acked) points (oldest first) and the current point:

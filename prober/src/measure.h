@@ -1,4 +1,4 @@
-/* measure.h: sender threads and the sampler (TCP_INFO, slow-start, quick window). */
+/* measure.h: the sampler (TCP_INFO, slow-start, quick window). */
 #ifndef QP_MEASURE_H
 #define QP_MEASURE_H
 
@@ -7,11 +7,9 @@
 #include "qperr.h"
 #include "run.h"
 
-/* Start one sender thread per stream and set t0; 0 or -1 with e set. */
-int measure_start_senders(qp_run *r, qp_err *e);
-
-/* Ask the senders to stop and join them (idempotent). */
-void measure_stop_senders(qp_run *r);
+/* Initialise the detectors, set t = 0 and announce the first phase: the sender
+ * (sender.c) starts writing right after this. */
+void measure_begin(qp_run *r);
 
 /* Sample until the mode's end (or a signal); 0 when the test should end normally,
  * -1 with e set on a server or socket error. */
@@ -22,9 +20,6 @@ void measure_final(qp_run *r);
 
 /* Print the human report's last, partial interval. */
 void measure_last_interval(qp_run *r);
-
-/* Data bytes written so far over all streams. */
-uint64_t measure_written(const qp_run *r);
 
 /* inst_bps from a history of (t, acked) points (oldest first) and the current point:
  * bytes acked over the last 500 ms, or since t = 0 while t < 0.5 s. */

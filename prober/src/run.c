@@ -1,4 +1,4 @@
-/* run.c: a test run from connect to result: connections, senders, drain, results. */
+/* run.c: a test run from connect to result: connections, the sender, drain, results. */
 #include "run.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include "iperf2.h"
 #include "measure.h"
 #include "output.h"
+#include "sender.h"
 
 /* Prepare r for options o (no I/O); 0 or -1 with e set. */
 int run_init(qp_run *r, const qp_opts *o, qp_err *e)
@@ -21,6 +22,7 @@ int run_init(qp_run *r, const qp_opts *o, qp_err *e)
     memset(r, 0, sizeof(*r));
     r->o = o;
     r->ctrl = -1;
+    r->send_ep = r->send_wake = -1;
     r->n = o->streams;
     r->streams = calloc((size_t)r->n, sizeof(*r->streams));
     /* inst_bps looks back 500 ms: keep that much history plus slack. */
@@ -47,11 +49,17 @@ void run_free(qp_run *r)
             close(r->streams[i].fd);
     if (r->ctrl >= 0)
         close(r->ctrl);
+    if (r->send_ep >= 0)
+        close(r->send_ep);
+    if (r->send_wake >= 0)
+        close(r->send_wake);
+    free(r->send_buf);
     free(r->streams);
     free(r->ring);
     r->streams = NULL;
     r->ring = NULL;
-    r->ctrl = -1;
+    r->send_buf = NULL;
+    r->ctrl = r->send_ep = r->send_wake = -1;
 }
 
 /* Fill e with the congestion error listing the kernel's algorithms. */
@@ -98,7 +106,6 @@ static int connect_stream(qp_run *r, int i, qp_err *e)
     qp_stream *s = &r->streams[i];
     const void *pre = o->iperf2 ? (const void *)zeros : (const void *)r->cookie;
     size_t prelen = o->iperf2 ? sizeof(zeros) : IPERF3_COOKIE_LEN;
-    struct timeval tv = { 0, 50000 };
     char msg[256];
     int fd, rc;
 
@@ -118,8 +125,6 @@ static int connect_stream(qp_run *r, int i, qp_err *e)
     s->fd = fd;
     /* The kernel counts the SYN as one byte acked. */
     s->preamble_bytes = prelen + 1;
-    /* Senders block in send(); the timeout lets them notice the stop flag. */
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     if (i == 0)
         read_socket_facts(r, fd);
     return 0;
@@ -313,7 +318,7 @@ static int finish(qp_run *r, qp_err *e)
     sigaddset(&block, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     out_phase("finishing", net_now() - r->t0);
-    measure_stop_senders(r);
+    sender_stop(r);
     drain(r);
     r->out.elapsed_s = net_now() - r->t0;
     measure_final(r);
@@ -341,15 +346,16 @@ int run_test(qp_run *r, qp_err *e)
         r->cpu_user0 = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
         r->cpu_sys0 = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     }
-    if (measure_start_senders(r, e) < 0)
+    measure_begin(r);
+    if (sender_start(r, e) < 0)
         return -1;
     rc = measure_loop(r, e);
     if (rc < 0) {
-        measure_stop_senders(r);
+        sender_stop(r);
         return -1;
     }
-    if (r->out.interrupted && measure_written(r) == 0) {
-        measure_stop_senders(r);
+    if (r->out.interrupted && sender_written(r) == 0) {
+        sender_stop(r);
         QP_ERR(e, "interrupted", "interrupted before any data was sent");
         return -1;
     }

@@ -1,4 +1,4 @@
-/* run.h: one test run: sender threads, the sampler, quick/full/validate logic. */
+/* run.h: one test run: the sender thread, the sampler, quick/full/validate logic. */
 #ifndef QP_RUN_H
 #define QP_RUN_H
 
@@ -20,8 +20,6 @@ typedef struct {
     uint64_t preamble_bytes;        /* cookie / flags sent before the data */
     _Atomic uint64_t written;       /* data bytes handed to the kernel */
     atomic_int send_errno;          /* set by the sender when a write fails */
-    pthread_t thread;
-    int thread_started;
     qp_tcpinfo ti;                  /* latest sample */
     uint64_t acked;                 /* data bytes acked at the latest sample */
     uint64_t sent;                  /* data bytes written, read at the same sample: every
@@ -89,7 +87,11 @@ typedef struct {
     double cpu_user0, cpu_sys0;     /* rusage at the first data byte */
     double last_t;                  /* the latest sample */
     uint64_t last_acked, last_sent;
-    atomic_int stop;
+    atomic_int stop;                /* the sender's stop flag (sender.h) */
+    pthread_t send_thread;          /* the one sender thread (sender.c) */
+    int send_started;
+    int send_ep, send_wake;         /* its epoll set and stop eventfd, -1 = none */
+    char *send_buf;                 /* the 128 KiB block every stream writes */
     qp_point *ring;                 /* last 500 ms of aggregate acked bytes */
     int ring_cap, ring_len, ring_head;
     double quick_t0;
