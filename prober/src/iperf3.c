@@ -214,31 +214,43 @@ const char *iperf3_error_text(int code)
     }
 }
 
-/* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. */
+/* A big-endian int32 from b. */
+static int32_t be32(const unsigned char *b)
+{
+    return (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
+                     ((uint32_t)b[2] << 8) | b[3]);
+}
+
+/* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. iperf3's
+ * error codes are 0-999 and errno values 0-4095: anything else is not iperf3 talking
+ * (a garbage first byte that happened to be 0xFE), so it is `protocol`. */
 void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e)
 {
-    int32_t code = 0, eno = 0;
+    int32_t code = n >= 4 ? be32(b) : 0, eno = n >= 8 ? be32(b + 4) : 0;
+    const char *text = iperf3_error_text(code);
 
-    if (n >= 4)
-        code = (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
-                         ((uint32_t)b[2] << 8) | b[3]);
-    if (n >= 8)
-        eno = (int32_t)(((uint32_t)b[4] << 24) | ((uint32_t)b[5] << 16) |
-                        ((uint32_t)b[6] << 8) | b[7]);
-    e->has_iperf_error = n >= 4;
-    e->iperf_error = code;
-    e->iperf_errno = eno;
-    if (n >= 4 && code == IPERF3_IEAUTHTEST) {
-        QP_ERR(e, "auth_required", "the server requires authentication "
-               "(iperf3 error %d: test authorization failed)", code);
-        return;
-    }
+    e->has_iperf_error = 0;
     if (n < 4) {
         QP_ERR(e, "server_error", "the server reported an error (SERVER_ERROR) without a code");
         return;
     }
-    QP_ERR(e, "server_error", "the server reported iperf3 error %d%s%s%s%s", code,
-           iperf3_error_text(code) ? ": " : "", iperf3_error_text(code) ? iperf3_error_text(code) : "",
+    if (code < 0 || code > IPERF3_MAX_ERROR || eno < 0 || eno > IPERF3_MAX_ERRNO) {
+        QP_ERR(e, "protocol", "the server sent SERVER_ERROR (0xFE) followed by %s %d, errno "
+               "%d, which no iperf3 sends (codes 0-%d, errno 0-%d): not an iperf3 server, or "
+               "a corrupted control stream", n >= 8 ? "code" : "code (alone)", code, eno,
+               IPERF3_MAX_ERROR, IPERF3_MAX_ERRNO);
+        return;
+    }
+    e->has_iperf_error = 1;
+    e->iperf_error = code;
+    e->iperf_errno = eno;
+    if (code == IPERF3_IEAUTHTEST) {
+        QP_ERR(e, "auth_required", "the server requires authentication "
+               "(iperf3 error %d: test authorization failed)", code);
+        return;
+    }
+    QP_ERR(e, "server_error", "the server reported iperf3 error %d: %s%s%s", code,
+           text ? text : "an error this prober does not know (see iperf3's iperf_error.h)",
            eno ? "; " : "", eno ? strerror(eno) : "");
 }
 
@@ -263,7 +275,7 @@ int iperf3_read_state(net_reader *r, double timeout_s, int *state, qp_err *e)
     if (rc != NET_OK) {
         net_to_err(rc, msg, e);
         if (rc == NET_ERR_EOF)
-            e->code = "eof";    /* callers decide: busy before PARAM_EXCHANGE, else protocol */
+            e->code = "eof";    /* callers decide: server_closed first, protocol later */
         return -1;
     }
     *state = b;
@@ -391,35 +403,82 @@ static int expect_state(net_reader *r, int expected, double timeout_s, qp_err *e
     return 0;
 }
 
+/* The server ended the control connection before saying anything: e says so. A busy
+ * iperf3 always writes ACCESS_DENIED (0xFF) before it closes, and Linux delivers that
+ * byte before the reset our unread cookie provokes; so an end with nothing received is
+ * a server that closes at once (a proxy without a backend, tcpwrappers, not iperf3). */
+static void closed_error(const net_reader *r, qp_err *e)
+{
+    QP_ERR(e, "server_closed", "the server accepted the connection and %s it without "
+           "sending anything (a busy iperf3 answers ACCESS_DENIED first): it is not an "
+           "iperf3 server, or it refuses this client", r->reset ? "reset" : "closed");
+}
+
+/* Send the cookie and read the first state byte into st: 0; -1 with e set; 1 when the
+ * connection ended by a reset with nothing received (e is server_closed), which a busy
+ * iperf3 whose 0xFF was lost on the path would also give: worth one more try. */
+static int hello(int fd, net_reader *r, const char *cookie, double to, int *st, qp_err *e)
+{
+    char msg[256];
+    int rc = net_write_all(fd, cookie, IPERF3_COOKIE_LEN, net_now() + to, msg, sizeof(msg));
+
+    if (rc == NET_ERR_INTR || rc == NET_ERR_TIMEOUT) {
+        QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" : "timeout", "sending the cookie: %s",
+               msg);
+        return -1;
+    }
+    /* A failed write means the server already reset the connection; what it sent
+     * before that (a busy iperf3's 0xFF) is still there to read, so look at once. */
+    if (iperf3_read_state(r, rc == NET_OK ? to : 0.0, st, e) == 0)
+        return 0;
+    if (rc == NET_OK && strcmp(e->code, "eof") != 0)
+        return -1;
+    if (rc != NET_OK)
+        r->reset = 1;
+    closed_error(r, e);
+    return r->reset ? 1 : -1;
+}
+
+/* Connect the control socket and greet the server until its first state byte, trying
+ * once more after a reset with nothing received; the fd, or -1 with e set. */
+static int open_control(const net_addr *a, double to, const char *cookie, net_reader *r,
+                        int *st, qp_err *e)
+{
+    char msg[256];
+    int fd = -1, rc = 1;
+
+    for (int attempt = 0; attempt < 2 && rc == 1 && !net_interrupted; attempt++) {
+        if (fd >= 0)
+            close(fd);
+        fd = net_connect(a, to, 0, NULL, msg, sizeof(msg));
+        if (fd < 0) {
+            QP_ERR(e, net_connect_code(fd), "%s", msg);
+            return -1;
+        }
+        net_set_nodelay(fd);
+        net_reader_init(r, fd);
+        rc = hello(fd, r, cookie, to, st, e);
+    }
+    if (rc == 0)
+        return fd;
+    if (rc == 1 && net_interrupted)
+        QP_ERR(e, "interrupted", "interrupted");
+    close(fd);
+    return -1;
+}
+
 /* Connect, send the cookie, exchange parameters, wait for CREATE_STREAMS.
  * Returns the control fd (reader attached to r) or -1 with e set. */
 int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_reader *r,
                 qp_err *e)
 {
     double to = o->connect_timeout_s;
-    char msg[256], *params = NULL;
-    int fd, rc, st;
+    char *params = NULL;
+    int fd, st;
 
-    fd = net_connect(a, to, 0, NULL, msg, sizeof(msg));
-    if (fd < 0) {
-        QP_ERR(e, net_connect_code(fd), "%s", msg);
+    fd = open_control(a, to, cookie, r, &st, e);
+    if (fd < 0)
         return -1;
-    }
-    net_set_nodelay(fd);
-    net_reader_init(r, fd);
-    rc = net_write_all(fd, cookie, IPERF3_COOKIE_LEN, net_now() + to, msg, sizeof(msg));
-    if (rc != NET_OK) {
-        QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" : "server_busy",
-               "sending the cookie failed (%s): the server is busy or not iperf3", msg);
-        goto fail;
-    }
-    if (iperf3_read_state(r, to, &st, e) < 0) {
-        /* A busy server closes at once, and the 0xFF can be lost in a reset. */
-        if (strcmp(e->code, "eof") == 0)
-            QP_ERR(e, "server_busy", "the server closed the connection before the "
-                   "parameter exchange: it is busy running a test; try again later");
-        goto fail;
-    }
     if (st != ST_PARAM_EXCHANGE) {
         iperf3_unexpected(r, st, ST_PARAM_EXCHANGE, to, e);
         goto fail;
@@ -429,7 +488,8 @@ int iperf3_open(const net_addr *a, const qp_opts *o, const char *cookie, net_rea
         QP_ERR(e, "io", "out of memory");
         goto fail;
     }
-    if (iperf3_write_json(fd, params, IPERF3_MAX_JSON, to, e) < 0 || expect_state(r, ST_CREATE_STREAMS, to, e) < 0)
+    if (iperf3_write_json(fd, params, IPERF3_MAX_JSON, to, e) < 0 ||
+        expect_state(r, ST_CREATE_STREAMS, to, e) < 0)
         goto fail;
     free(params);
     return fd;

@@ -22,6 +22,8 @@ enum {
 };
 
 #define IPERF3_IEAUTHTEST 142       /* iperf's "test authorization failed" */
+#define IPERF3_MAX_ERROR 999        /* iperf3's error codes are 0-3xx (iperf_error.h) */
+#define IPERF3_MAX_ERRNO 4095       /* errno values are below 4096 (Linux's MAX_ERRNO) */
 
 /* One stream of a results message. */
 typedef struct {
@@ -76,7 +78,8 @@ int iperf3_parse_results(const char *buf, size_t len, iperf3_results *r,
 /* What an iperf3 error code a server can send an uploading client means, or NULL. */
 const char *iperf3_error_text(int code);
 
-/* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e. */
+/* Decode the 8 (or 4: 3.12 auth failure) bytes after SERVER_ERROR into e: server_error
+ * or auth_required, or protocol when the code or errno is outside what iperf3 sends. */
 void iperf3_server_error(const unsigned char *b, size_t n, qp_err *e);
 
 /* Read one state byte within timeout_s; 0 or -1 with e set. */

@@ -346,6 +346,8 @@ void net_reader_init(net_reader *r, int fd)
 {
     r->fd = fd;
     r->start = r->end = 0;
+    r->total = 0;
+    r->reset = 0;
 }
 
 /* Bytes already buffered in the reader. */
@@ -377,9 +379,11 @@ static int reader_fill(net_reader *r, double deadline, char *err, size_t errlen)
         return NET_OK;
     if (n < 0) {
         snprintf(err, errlen, "read from the server: %s", strerror(errno));
+        r->reset = errno == ECONNRESET;
         return errno == ECONNRESET ? NET_ERR_EOF : NET_ERR_IO;
     }
     r->end += (size_t)n;
+    r->total += (uint64_t)n;
     return NET_OK;
 }
 

@@ -60,6 +60,8 @@ typedef struct {
     int fd;
     unsigned char buf[4096];
     size_t start, end;
+    uint64_t total;             /* bytes ever received on fd */
+    int reset;                  /* the connection ended with a reset (ECONNRESET) */
 } net_reader;
 
 /* Attach a reader to fd. */

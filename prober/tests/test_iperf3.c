@@ -139,7 +139,7 @@ static void test_results_128_streams_fit(void)
     free(s);
 }
 
-/* SERVER_ERROR payloads: full, 3.12's auth failure (code only), and nothing. */
+/* SERVER_ERROR payloads: full, 3.12's auth failure (code only), garbage, and nothing. */
 static void test_server_error_codes(void)
 {
     const unsigned char full[8] = { 0, 0, 0, 117, 0, 0, 0, 104 };
@@ -161,10 +161,50 @@ static void test_server_error_codes(void)
     CHECK_EQ(e.iperf_error, 142);
     CHECK_EQ(e.iperf_errno, 0);
     CHECK_CONTAINS(e.message, "requires authentication");
+    /* Outside iperf3's codes (0-999) or errno (0-4095): protocol, no iperf_error. */
     memset(&e, 0, sizeof(e));
     iperf3_server_error(neg, 8, &e);
-    CHECK_EQ(e.iperf_error, -1);
-    CHECK_STR(e.message, "the server reported iperf3 error -1");
+    CHECK_STR(e.code, "protocol");
+    CHECK_EQ(e.has_iperf_error, 0);
+    CHECK_STR(e.message, "the server sent SERVER_ERROR (0xFE) followed by code -1, errno 0, "
+                         "which no iperf3 sends (codes 0-999, errno 0-4095): not an iperf3 "
+                         "server, or a corrupted control stream");
+    {
+        /* What issue 9 saw as "iperf3 error -840617896" from a garbage first byte 0xFE. */
+        const unsigned char garbage[8] = { 0xcd, 0xe5, 0x30, 0x58, 0, 0, 0, 0 };
+        const unsigned char big_errno[8] = { 0, 0, 0, 117, 0, 0, 0x10, 0 };
+        const unsigned char too_big[8] = { 0, 0, 0x03, 0xe8, 0, 0, 0, 0 };
+
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(garbage, 8, &e);
+        CHECK_STR(e.code, "protocol");
+        CHECK_CONTAINS(e.message, "code -840617896, errno 0, which no iperf3 sends");
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(big_errno, 8, &e);
+        CHECK_STR(e.code, "protocol");
+        CHECK_CONTAINS(e.message, "errno 4096");
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(too_big, 4, &e);
+        CHECK_STR(e.code, "protocol");
+        CHECK_CONTAINS(e.message, "code (alone) 1000");
+    }
+    {
+        /* The edges of the sane range, and a code this prober has no text for. */
+        const unsigned char max[8] = { 0, 0, 0x03, 0xe7, 0, 0, 0x0f, 0xff };
+        const unsigned char unknown[8] = { 0, 0, 0, 155, 0, 0, 0, 0 };
+
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(max, 8, &e);
+        CHECK_STR(e.code, "server_error");
+        CHECK_EQ(e.iperf_error, 999);
+        CHECK_EQ(e.iperf_errno, 4095);
+        memset(&e, 0, sizeof(e));
+        iperf3_server_error(unknown, 8, &e);
+        CHECK_STR(e.code, "server_error");
+        CHECK_EQ(e.has_iperf_error, 1);
+        CHECK_STR(e.message, "the server reported iperf3 error 155: an error this prober does "
+                             "not know (see iperf3's iperf_error.h)");
+    }
     {
         const unsigned char buf2[8] = { 0, 0, 0, 141, 0, 0, 0, 0 };
 

@@ -17,7 +17,10 @@ TEST_END, EXCHANGE_RESULTS, DISPLAY_RESULTS, IPERF_DONE = 4, 13, 14, 16
 SERVER_ERROR = 0xFE
 
 SCRIPTS = {"ok", "garbage", "wrong_state", "server_error", "auth_312", "silent",
-           "oversized_results", "bad_json_results", "stall_results", "eof_before_params"}
+           "oversized_results", "bad_json_results", "stall_results", "eof_before_params",
+           "garbage_fe", "close_at_once", "close_unread", "busy_reset"}
+# Scripts that answer every connection the same way, at accept time (no control/data split).
+AT_ACCEPT = {"close_at_once", "close_unread", "busy_reset"}
 
 
 class Closed(Exception):
@@ -44,6 +47,7 @@ class FakeIperf3:
         self.client_params = None
         self.client_results = None
         self.errors = []
+        self.accepted = 0         # connections accepted, control and data
         self.threads = []
         self._spawn(self._accept_loop)
 
@@ -70,7 +74,10 @@ class FakeIperf3:
                 continue
             conn.settimeout(0.1)
             self.socks.append(conn)
-            if not control_taken:
+            self.accepted += 1
+            if self.script in AT_ACCEPT:
+                self._at_accept(conn)
+            elif not control_taken:
                 control_taken = True
                 self._spawn(self._control, conn)
             else:
@@ -109,6 +116,23 @@ class FakeIperf3:
         conn.sendall(struct.pack(">I", len(raw)) + raw)
 
     # -- the server ------------------------------------------------------------------
+    def _at_accept(self, c):
+        """close_at_once: close without a word, racing the client's cookie (FIN or reset).
+        close_unread: close once the cookie has arrived, unread: always a reset, nothing sent.
+        busy_reset: what a busy iperf3 does (ACCESS_DENIED, then close without reading the
+        cookie), made to always end in a reset: the 0xFF must still be read as busy."""
+        if self.script == "busy_reset":
+            c.sendall(bytes([0xFF]))
+        if self.script in ("close_unread", "busy_reset"):
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                try:
+                    if c.recv(1, socket.MSG_PEEK):
+                        break
+                except socket.timeout:
+                    continue
+        c.close()
+
     def _control(self, c):
         self.recv_exact(c, COOKIE_LEN)
         s = self.script
@@ -120,6 +144,11 @@ class FakeIperf3:
         if s == "eof_before_params":
             c.close()
             return
+        if s == "garbage_fe":
+            # A first byte that happens to be SERVER_ERROR (0xFE), then bytes that are no
+            # iperf3 error code: issue 9 saw this reported as "iperf3 error -840617896".
+            c.sendall(bytes([SERVER_ERROR]) + bytes.fromhex("cde5305800000000") + b"junk")
+            return self.wait_closed(c)
         c.sendall(bytes([PARAM_EXCHANGE]))
         self.client_params = self.read_json(c)
         if s == "wrong_state":
