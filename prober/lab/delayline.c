@@ -4,8 +4,11 @@
  * the near namespace and one in the far namespace, and this process between
  * them. Each direction is a drop-tail bottleneck (rate, queue in bytes), then a
  * fixed one-way propagation delay, with optional seeded random loss at the
- * entry. Packets leave at serialization finish + delay; since that time is
- * non-decreasing per direction, a FIFO byte ring is the time-ordered queue.
+ * entry. Packets leave at serialization finish + delay (+ optional per-packet
+ * jitter, clamped so a packet never leaves before the one ahead of it): release
+ * times are non-decreasing per direction, so a FIFO byte ring is the time-ordered
+ * queue and packets never reorder. An optional open-loop cross-traffic source
+ * (on/off, constant rate while on) occupies the same bottleneck and queue.
  *
  * Counters are printed as one JSON line on stdout on SIGUSR1 and on exit.
  * Usage: see usage() below; labctl.py (same directory) is the normal caller. */
@@ -14,6 +17,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,11 +50,18 @@ typedef struct {
     uint64_t packets;        /* entries queued, for the conservation check */
 } ring;
 
+enum { JITTER_UNIFORM, JITTER_NORMAL };
+
 typedef struct {
     double rate_bps;         /* 0 = no bottleneck */
     uint64_t delay_ns;
     uint64_t queue_bytes;
     double loss;
+    uint64_t jitter_ns;      /* uniform: +/- this; normal: this is the std-dev */
+    int jitter_dist;
+    double cross_bps;        /* open-loop cross traffic while on; 0 = none */
+    uint64_t cross_on_ns, cross_off_ns;   /* off 0 = always on */
+    uint32_t cross_pkt;      /* bytes per cross packet */
 } dir_conf;
 
 typedef struct {
@@ -60,6 +71,10 @@ typedef struct {
     uint64_t drop_overflow_packets, write_errors;
     uint64_t max_backlog_bytes, min_drop_backlog_bytes;
     uint64_t late_max_ns, late_sum_ns;
+    uint64_t jitter_clamped_packets;      /* held back to keep FIFO order */
+    uint64_t extra_n;
+    double extra_sum_ns, extra_sq_ns;     /* applied delay beyond the fixed one */
+    uint64_t cross_packets, cross_bytes, cross_drop_packets, cross_drop_bytes;
 } dir_stats;
 
 typedef struct {
@@ -67,6 +82,8 @@ typedef struct {
     int in_fd, out_fd;
     dir_conf conf;
     uint64_t link_free_ns;   /* when the bottleneck finishes its last packet */
+    uint64_t last_release_ns;
+    uint64_t cross_next_ns;  /* arrival time of the next cross packet */
     ring q;
     dir_stats st;
 } direction;
@@ -163,6 +180,88 @@ static uint64_t backlog_bytes(const direction *d, uint64_t t)
     return (uint64_t)((double)(d->link_free_ns - t) * d->conf.rate_bps / 8e9);
 }
 
+/* A standard normal deviate (Box-Muller) from the seeded generator. */
+static double rng_normal(void)
+{
+    double u1 = 1.0 - rng_uniform();   /* in (0, 1]: the log stays finite */
+    double u2 = rng_uniform();
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Take `len` bytes arriving at t into the drop-tail bottleneck: 1 with the time its
+ * last bit leaves in *finish, or 0 if the queue is too full to hold it. */
+static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
+{
+    *finish = t;
+    if (d->conf.rate_bps <= 0)
+        return 1;
+    uint64_t backlog = backlog_bytes(d, t);
+    if (backlog + len > d->conf.queue_bytes) {
+        if (d->st.min_drop_backlog_bytes == 0 || backlog + len < d->st.min_drop_backlog_bytes)
+            d->st.min_drop_backlog_bytes = backlog + len;
+        return 0;
+    }
+    uint64_t begin = d->link_free_ns > t ? d->link_free_ns : t;
+    *finish = begin + (uint64_t)((double)len * 8e9 / d->conf.rate_bps);
+    d->link_free_ns = *finish;
+    if (backlog + len > d->st.max_backlog_bytes)
+        d->st.max_backlog_bytes = backlog + len;
+    return 1;
+}
+
+/* Feed the bottleneck every cross packet due before t. Open loop: the source never
+ * slows down, and what the full queue drops is lost. Doing this lazily, just before
+ * each real packet, gives that packet exactly the queue it would have found. */
+static void cross_until(direction *d, uint64_t t)
+{
+    const dir_conf *c = &d->conf;
+    if (c->cross_bps <= 0 || c->rate_bps <= 0)
+        return;
+    uint64_t gap = (uint64_t)((double)c->cross_pkt * 8e9 / c->cross_bps);
+    uint64_t period = c->cross_on_ns + c->cross_off_ns;
+    while (d->cross_next_ns <= t) {
+        uint64_t a = d->cross_next_ns, finish;
+        uint64_t phase = c->cross_off_ns ? (a - start_ns) % period : 0;
+        if (phase >= c->cross_on_ns) {          /* off: skip to the next on period */
+            d->cross_next_ns = a - phase + period;
+            continue;
+        }
+        if (bottleneck(d, c->cross_pkt, a, &finish)) {
+            d->st.cross_packets++;
+            d->st.cross_bytes += c->cross_pkt;
+        } else {
+            d->st.cross_drop_packets++;
+            d->st.cross_drop_bytes += c->cross_pkt;
+        }
+        d->cross_next_ns = a + (gap ? gap : 1);
+    }
+}
+
+/* When a packet that left the bottleneck at `finish` is released: the fixed delay plus
+ * jitter, but never before the packet ahead of it (FIFO: packets never reorder). */
+static uint64_t release_time(direction *d, uint64_t finish)
+{
+    const dir_conf *c = &d->conf;
+    double delay = (double)c->delay_ns;
+    if (c->jitter_ns) {
+        double j = (double)c->jitter_ns;
+        delay += c->jitter_dist == JITTER_NORMAL ? j * rng_normal() : j * (2.0 * rng_uniform() - 1.0);
+        if (delay < 0)
+            delay = 0;
+    }
+    uint64_t release = finish + (uint64_t)delay;
+    if (release < d->last_release_ns) {
+        release = d->last_release_ns;
+        d->st.jitter_clamped_packets++;
+    }
+    d->last_release_ns = release;
+    double extra = (double)(release - finish) - (double)c->delay_ns;
+    d->st.extra_n++;
+    d->st.extra_sum_ns += extra;
+    d->st.extra_sq_ns += extra * extra;
+    return release;
+}
+
 /* Decide the fate of one packet just read into the ring's tail. */
 static void admit(direction *d, uint32_t len, uint64_t t)
 {
@@ -173,23 +272,14 @@ static void admit(direction *d, uint32_t len, uint64_t t)
         d->st.drop_loss_bytes += len;
         return;
     }
-    uint64_t backlog = backlog_bytes(d, t);
-    if (d->conf.rate_bps > 0 && backlog + len > d->conf.queue_bytes) {
+    cross_until(d, t);
+    uint64_t finish;
+    if (!bottleneck(d, len, t, &finish)) {
         d->st.drop_queue_packets++;
         d->st.drop_queue_bytes += len;
-        if (d->st.min_drop_backlog_bytes == 0 || backlog + len < d->st.min_drop_backlog_bytes)
-            d->st.min_drop_backlog_bytes = backlog + len;
         return;
     }
-    uint64_t finish = t;
-    if (d->conf.rate_bps > 0) {
-        uint64_t begin = d->link_free_ns > t ? d->link_free_ns : t;
-        finish = begin + (uint64_t)((double)len * 8e9 / d->conf.rate_bps);
-        d->link_free_ns = finish;
-        if (backlog + len > d->st.max_backlog_bytes)
-            d->st.max_backlog_bytes = backlog + len;
-    }
-    ring_commit(&d->q, finish + d->conf.delay_ns, len);
+    ring_commit(&d->q, release_time(d, finish), len);
 }
 
 /* Read every packet the TUN has ready into this direction's queue. */
@@ -250,7 +340,7 @@ static void print_dir(FILE *f, const direction *d)
             "\"drop_loss_packets\":%llu,\"drop_loss_bytes\":%llu,"
             "\"drop_overflow_packets\":%llu,\"write_errors\":%llu,"
             "\"max_backlog_bytes\":%llu,\"min_drop_backlog_bytes\":%llu,"
-            "\"late_max_us\":%.1f,\"late_mean_us\":%.1f,\"queued_packets\":%llu}",
+            "\"late_max_us\":%.1f,\"late_mean_us\":%.1f,\"queued_packets\":%llu",
             d->name, d->conf.rate_bps, (unsigned long long)(d->conf.delay_ns / 1000),
             (unsigned long long)d->conf.queue_bytes, d->conf.loss,
             (unsigned long long)s->rx_packets, (unsigned long long)s->rx_bytes,
@@ -264,13 +354,40 @@ static void print_dir(FILE *f, const direction *d)
             (unsigned long long)d->q.packets);
 }
 
-/* Print the stats line: both directions' counters, flushed at once. */
-static void print_stats(const char *event, const direction *fwd, const direction *rev)
+/* Print a direction's jitter and cross-traffic settings and counters (JSON members). */
+static void print_extras(FILE *f, const direction *d)
 {
-    printf("{\"event\":\"%s\",\"t\":%.3f,", event, (double)(now_ns() - start_ns) / 1e9);
+    const dir_stats *s = &d->st;
+    const dir_conf *c = &d->conf;
+    uint64_t n = s->extra_n;
+    double mean = n ? s->extra_sum_ns / (double)n : 0.0;
+    double var = n ? s->extra_sq_ns / (double)n - mean * mean : 0.0;
+    fprintf(f, ",\"jitter_us\":%.1f,\"jitter_dist\":\"%s\",\"jitter_clamped_packets\":%llu,"
+            "\"extra_delay_mean_us\":%.1f,\"extra_delay_sd_us\":%.1f,"
+            "\"cross_rate_bps\":%.0f,\"cross_on_ms\":%.1f,\"cross_off_ms\":%.1f,"
+            "\"cross_packet_bytes\":%u,\"cross_packets\":%llu,\"cross_bytes\":%llu,"
+            "\"cross_drop_packets\":%llu,\"cross_drop_bytes\":%llu}",
+            (double)c->jitter_ns / 1e3, c->jitter_dist == JITTER_NORMAL ? "normal" : "uniform",
+            (unsigned long long)s->jitter_clamped_packets, mean / 1e3,
+            var > 0 ? sqrt(var) / 1e3 : 0.0, c->cross_bps, (double)c->cross_on_ns / 1e6,
+            (double)c->cross_off_ns / 1e6, c->cross_pkt, (unsigned long long)s->cross_packets,
+            (unsigned long long)s->cross_bytes, (unsigned long long)s->cross_drop_packets,
+            (unsigned long long)s->cross_drop_bytes);
+}
+
+/* Print the stats line: both directions' counters, flushed at once. */
+static void print_stats(const char *event, direction *fwd, direction *rev)
+{
+    uint64_t t = now_ns();
+    /* Cross traffic is fed in lazily: bring it up to now so idle periods count too. */
+    cross_until(fwd, t);
+    cross_until(rev, t);
+    printf("{\"event\":\"%s\",\"t\":%.6f,", event, (double)(t - start_ns) / 1e9);
     print_dir(stdout, fwd);
+    print_extras(stdout, fwd);
     putchar(',');
     print_dir(stdout, rev);
+    print_extras(stdout, rev);
     printf("}\n");
     fflush(stdout);
 }
@@ -309,10 +426,18 @@ static void usage(FILE *f)
             "                 [--rate BPS] [--delay-us US] [--queue BYTES] [--loss P]\n"
             "                 [--fwd-rate|--rev-rate BPS] [--fwd-delay-us|--rev-delay-us US]\n"
             "                 [--fwd-queue|--rev-queue BYTES] [--fwd-loss|--rev-loss P]\n"
+            "                 [--jitter-us US] [--jitter-dist uniform|normal]\n"
+            "                 [--cross-rate BPS] [--cross-on-ms MS] [--cross-off-ms MS]\n"
+            "                 [--cross-pkt BYTES] (each also with fwd-/rev-)\n"
             "                 [--seed N] [--rt-prio 0-99]\n"
             "  fwd = near -> far, rev = far -> near; the unprefixed options set both.\n"
             "  rate in bit/s (0 = unlimited), delay one-way in microseconds,\n"
             "  queue in bytes (drop-tail), loss a probability in [0, 1).\n"
+            "  jitter: per-packet delay variation after the bottleneck, uniform in +/- US or\n"
+            "  normal with std-dev US (default uniform); a packet never leaves before the one\n"
+            "  ahead of it, so there is no reordering.\n"
+            "  cross: an open-loop source sharing the bottleneck and its queue: BPS while on,\n"
+            "  on/off periods from the start (off 0 = always on), packets of 1500 bytes.\n"
             "  --rt-prio N runs the loop SCHED_FIFO at priority N (0 = normal scheduling).\n"
             "  SIGUSR1 prints counters as JSON on stdout; so does exit (SIGTERM/SIGINT).\n");
 }
@@ -331,7 +456,18 @@ static double num_arg(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-/* Apply one per-direction setting (key is "rate", "delay-us", "queue" or "loss"). */
+/* Parse a jitter distribution name; exits with a message if unknown. */
+static int dist_arg(const char *opt, const char *val)
+{
+    if (val && !strcmp(val, "uniform"))
+        return JITTER_UNIFORM;
+    if (val && !strcmp(val, "normal"))
+        return JITTER_NORMAL;
+    fprintf(stderr, "delayline: %s needs uniform or normal, got '%s'\n", opt, val ? val : "(nothing)");
+    exit(2);
+}
+
+/* Apply one per-direction setting (key is an option name without its --, fwd-, rev-). */
 static int set_dir(dir_conf *c, const char *opt, const char *key, const char *val)
 {
     if (!strcmp(key, "rate"))
@@ -342,6 +478,18 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
         c->queue_bytes = (uint64_t)num_arg(opt, val, 1500, 1e9);
     else if (!strcmp(key, "loss"))
         c->loss = num_arg(opt, val, 0, 0.999);
+    else if (!strcmp(key, "jitter-us"))
+        c->jitter_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
+    else if (!strcmp(key, "jitter-dist"))
+        c->jitter_dist = dist_arg(opt, val);
+    else if (!strcmp(key, "cross-rate"))
+        c->cross_bps = num_arg(opt, val, 0, 1e12);
+    else if (!strcmp(key, "cross-on-ms"))
+        c->cross_on_ns = (uint64_t)(num_arg(opt, val, 1, 3.6e6) * 1e6);
+    else if (!strcmp(key, "cross-off-ms"))
+        c->cross_off_ns = (uint64_t)(num_arg(opt, val, 0, 3.6e6) * 1e6);
+    else if (!strcmp(key, "cross-pkt"))
+        c->cross_pkt = (uint32_t)num_arg(opt, val, 64, 65535);
     else
         return -1;
     return 0;
@@ -389,13 +537,17 @@ static void parse_args(int argc, char **argv, options *o)
 /* Size and allocate a direction's ring: queue plus the bytes in flight on the wire. */
 static int setup_dir(direction *d, const char *name, int in_fd, int out_fd, dir_conf c)
 {
-    double wire = c.rate_bps > 0 ? c.rate_bps / 8.0 * (double)c.delay_ns / 1e9 : 64e6;
+    /* Bytes on the wire: rate x (delay + 4 jitter), the normal tail included. */
+    double wire = c.rate_bps > 0
+                      ? c.rate_bps / 8.0 * (double)(c.delay_ns + 4 * c.jitter_ns) / 1e9
+                      : 64e6;
     double cap = 2.0 * ((double)c.queue_bytes + wire) + RING_MIN;
     memset(d, 0, sizeof *d);
     d->name = name;
     d->in_fd = in_fd;
     d->out_fd = out_fd;
     d->conf = c;
+    d->cross_next_ns = start_ns;
     d->q.cap = cap > (double)RING_MAX ? RING_MAX : align16((size_t)cap);
     d->q.buf = malloc(d->q.cap);
     if (!d->q.buf) {
@@ -433,7 +585,7 @@ static void arm_timer(int tfd, uint64_t a, uint64_t b)
 }
 
 /* Returns 1 to go on, 0 to exit; prints stats on SIGUSR1. */
-static int handle_signals(int sfd, const direction *fwd, const direction *rev)
+static int handle_signals(int sfd, direction *fwd, direction *rev)
 {
     struct signalfd_siginfo si;
     int go_on = 1;
@@ -494,6 +646,8 @@ int main(int argc, char **argv)
 {
     options o = {.near_dev = "qpl0", .far_dev = "qpl1"};
     o.fwd.queue_bytes = o.rev.queue_bytes = 1u << 20;
+    o.fwd.cross_on_ns = o.rev.cross_on_ns = 1000000000ull;
+    o.fwd.cross_pkt = o.rev.cross_pkt = 1500;
     parse_args(argc, argv, &o);
     /* The lab's parent (labctl) may die by SIGKILL: die with it, and say why. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -510,10 +664,10 @@ int main(int argc, char **argv)
     if (far_fd < 0)
         return 1;
     direction fwd, rev;
+    start_ns = now_ns();
     if (setup_dir(&fwd, "fwd", near_fd, far_fd, o.fwd) < 0 ||
         setup_dir(&rev, "rev", far_fd, near_fd, o.rev) < 0)
         return 1;
-    start_ns = now_ns();
     print_stats("ready", &fwd, &rev);
     int rc = run(&fwd, &rev, sfd);
     print_stats("exit", &fwd, &rev);

@@ -3,6 +3,7 @@
 
     labctl.py up --path caltech                  # a named path from paths.json
     labctl.py up --rate 100M --rtt 50ms --queue 1M --loss 0.001 [--iperf2] [--server-window 256K]
+                 [--jitter 2ms [--jitter-dist normal]] [--cross 40M --cross-on 1s --cross-off 1s]
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -114,6 +115,15 @@ class PathSpec:
     server: str = "iperf3"
     server_window: str | None = None
     description: str = ""
+    # Per-packet one-way delay jitter on both directions: uniform in +/- jitter_ms, or normal
+    # with std-dev jitter_ms. FIFO: a packet never leaves before the one ahead of it.
+    jitter_ms: float = 0.0
+    jitter_dist: str = "uniform"
+    # Open-loop cross traffic on the forward (data) bottleneck: cross_mbps while on, periodic
+    # on/off from the delay line's start (cross_off_ms 0 = always on), 1500-byte packets.
+    cross_mbps: float = 0.0
+    cross_on_ms: float = 1000.0
+    cross_off_ms: float = 0.0
 
     def __post_init__(self):
         problems = []
@@ -127,6 +137,16 @@ class PathSpec:
             problems.append(f"loss {self.loss} (allowed: a probability in [0, 1))")
         if not (1280 <= self.mtu <= 65000):
             problems.append(f"mtu {self.mtu} (allowed: 1280-65000)")
+        if not (0 <= self.jitter_ms <= 1000):
+            problems.append(f"jitter_ms {self.jitter_ms} (allowed: 0-1000)")
+        if self.jitter_dist not in ("uniform", "normal"):
+            problems.append(f"jitter_dist {self.jitter_dist!r} (allowed: uniform, normal)")
+        if not (0 <= self.cross_mbps < self.rate_mbps):
+            problems.append(f"cross_mbps {self.cross_mbps} (allowed: 0 <= cross < the rate, "
+                            f"{self.rate_mbps:g})")
+        if not (1 <= self.cross_on_ms <= 3.6e6) or not (0 <= self.cross_off_ms <= 3.6e6):
+            problems.append(f"cross on/off {self.cross_on_ms:g}/{self.cross_off_ms:g} ms "
+                            "(allowed: on 1 ms-1 h, off 0-1 h)")
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -148,6 +168,13 @@ class PathSpec:
     @property
     def bdp_bytes(self) -> int:
         return int(self.rate_bps / 8 * self.rtt_ms / 1e3)
+
+    @property
+    def cross_duty(self) -> float:
+        """The share of time the cross-traffic source is on."""
+        if not self.cross_mbps:
+            return 0.0
+        return self.cross_on_ms / (self.cross_on_ms + self.cross_off_ms)
 
     @property
     def port(self) -> int:
@@ -328,6 +355,13 @@ class Lab:
                 # SCHED_FIFO costs others little and keeps its release times honest on a
                 # box shared with the prober, iperf3 and everyone else's work.
                 "--rt-prio", str(self.rt_prio)]
+        if p.jitter_ms:
+            argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
+        if p.cross_mbps:
+            # Only the data direction (near -> far): the ACK path stays clean.
+            argv += ["--fwd-cross-rate", str(int(p.cross_mbps * 1e6)),
+                     "--fwd-cross-on-ms", repr(float(p.cross_on_ms)),
+                     "--fwd-cross-off-ms", repr(float(p.cross_off_ms))]
         self._delay = self._spawn(argv, None, stdout=subprocess.PIPE, text=True, bufsize=1)
         threading.Thread(target=self._read_delayline, daemon=True).start()
         first = self._next_line(5.0)
@@ -490,6 +524,16 @@ def _path_from_args(a) -> PathSpec:
         over["server"] = "iperf2"
     if a.server_window:
         over["server_window"] = a.server_window
+    if a.jitter:
+        over["jitter_ms"] = parse_time_ms(a.jitter)
+    if a.jitter_dist:
+        over["jitter_dist"] = a.jitter_dist
+    if a.cross:
+        over["cross_mbps"] = parse_rate(a.cross) / 1e6
+    if a.cross_on:
+        over["cross_on_ms"] = parse_time_ms(a.cross_on)
+    if a.cross_off:
+        over["cross_off_ms"] = parse_time_ms(a.cross_off)
     if over:
         d = asdict(spec)
         d.update(over)
@@ -603,8 +647,10 @@ def cmd_down(a) -> int:
 
 def cmd_paths(a) -> int:
     for name, p in load_paths().items():
+        extra = (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms" if p.jitter_ms else "") + (
+            f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
         print(f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
-              f"loss {p.loss:<6g} BDP {p.bdp_bytes / 1e6:6.2f} MB  {p.server}"
+              f"loss {p.loss:<6g} BDP {p.bdp_bytes / 1e6:6.2f} MB{extra}  {p.server}"
               f"{' -w ' + p.server_window if p.server_window else ''}  {p.description}")
     return 0
 
@@ -621,7 +667,13 @@ def main(argv=None) -> int:
     up.add_argument("--mtu", type=int, help="TUN MTU (default 9000)")
     up.add_argument("--iperf2", action="store_true", help="run `iperf -s` instead of `iperf3 -s`")
     up.add_argument("--server-window", help="the server's -w, e.g. 256K")
-    up.add_argument("--seed", type=int, default=1, help="loss random seed")
+    up.add_argument("--jitter", help="per-packet one-way delay jitter, e.g. 2ms (uniform +/-, or "
+                    "the std-dev with --jitter-dist normal); packets never reorder")
+    up.add_argument("--jitter-dist", choices=("uniform", "normal"), help="jitter distribution")
+    up.add_argument("--cross", help="open-loop cross traffic on the data direction, e.g. 40M")
+    up.add_argument("--cross-on", help="cross traffic on period, e.g. 1s (default 1s)")
+    up.add_argument("--cross-off", help="cross traffic off period, e.g. 1s (default 0: always on)")
+    up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(sub.add_parser(n, help=h) for n, h in (
             ("exec", "run a command in the lab's near namespace"),
             ("stats", "print the delay line's counters"),

@@ -1,0 +1,176 @@
+"""Fidelity of the lab's delay jitter and cross traffic, measured with real flows."""
+import json
+import math
+import socket
+import statistics
+import subprocess
+import threading
+import time
+
+import pytest
+
+from tests.lab.conftest import labctl
+from tests.lab.test_delayline import assert_conserved, iperf3
+
+
+def test_delayline_bad_jitter_and_cross_options_say_what_is_allowed(built_delayline):
+    base = [str(built_delayline), "--near-ns", "/x", "--far-ns", "/y"]
+    r = subprocess.run(base + ["--jitter-dist", "pareto"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--jitter-dist needs uniform or normal, got 'pareto'" in r.stderr
+    r = subprocess.run(base + ["--fwd-cross-on-ms", "0"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--fwd-cross-on-ms needs a number in [1, 3.6e+06], got '0'" in r.stderr
+
+
+def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"bad jitter_dist 'pareto' \(allowed: uniform, normal\)"):
+        labctl.PathSpec(name="x", jitter_ms=1, jitter_dist="pareto")
+    with pytest.raises(ValueError, match=r"bad cross_mbps 100 \(allowed: 0 <= cross < the rate, 100\)"):
+        labctl.PathSpec(name="x", rate_mbps=100, cross_mbps=100)
+    p = labctl.PathSpec(name="x", rate_mbps=100, cross_mbps=40, cross_on_ms=200, cross_off_ms=300)
+    assert p.cross_duty == pytest.approx(0.4)
+    assert labctl.PathSpec(name="x").cross_duty == 0.0
+
+
+def udp_ping_rtts_ms(lab, count: int) -> list[float]:
+    """RTTs of a UDP ping-pong: one datagram in flight, no ACKs, so no packet ever waits
+    behind another in the delay line and the RTTs show the jitter as configured."""
+    server = lab.socket(socket.AF_INET, socket.SOCK_DGRAM, where="far")
+    server.bind((lab.far_addr, 0))
+    server.settimeout(10)
+
+    def echo():
+        for _ in range(count):
+            data, peer = server.recvfrom(64)
+            server.sendto(data, peer)
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    client = lab.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    client.settimeout(5)
+    rtts = []
+    with client, server:
+        for i in range(count):
+            t0 = time.perf_counter()
+            client.sendto(i.to_bytes(4, "big"), (lab.far_addr, server.getsockname()[1]))
+            assert client.recv(64) == i.to_bytes(4, "big")
+            rtts.append((time.perf_counter() - t0) * 1e3)
+        t.join(5)
+    return rtts
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("dist,jitter_ms,one_way_sd_ms", [
+    ("uniform", 4.0, 4.0 / math.sqrt(3)),   # U(-4, +4) ms has std-dev 4 / sqrt(3) = 2.31 ms
+    ("normal", 3.0, 3.0),
+])
+def test_jitter_light_flow_rtt_spread_matches_config(make_lab, dist, jitter_ms, one_way_sd_ms):
+    rtt_ms = 30
+    lab = make_lab(name=f"jit-{dist}", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20,
+                   jitter_ms=jitter_ms, jitter_dist=dist)
+    rtts = udp_ping_rtts_ms(lab, 300)
+    stats = lab.stats()
+    assert_conserved(stats)
+    # Both directions are jittered independently: the RTT's spread is sqrt(2) x one way's.
+    want_sd = math.sqrt(2) * one_way_sd_ms
+    assert statistics.stdev(rtts) == pytest.approx(want_sd, rel=0.15), rtts
+    # Centred on the configured delay (a 300-sample median: +/- 0.5 ms, plus this box's noise).
+    assert abs(statistics.median(rtts) - rtt_ms) <= 1.0, rtts
+    if dist == "uniform":
+        # Bounded: no RTT below rtt - 2 x 4 ms (the scheduler can only add delay).
+        assert min(rtts) >= rtt_ms - 2 * jitter_ms - 0.1, min(rtts)
+    for name in ("fwd", "rev"):
+        d = stats[name]
+        # One datagram in flight: nothing was held back for FIFO order, and the delay line's
+        # own record of what it applied has the configured spread and a zero mean.
+        assert d["jitter_clamped_packets"] == 0, d
+        assert d["extra_delay_sd_us"] / 1e3 == pytest.approx(one_way_sd_ms, rel=0.15), d
+        assert abs(d["extra_delay_mean_us"] / 1e3) <= 0.25 * one_way_sd_ms, d
+
+
+@pytest.mark.lab
+def test_jitter_bulk_flow_keeps_fifo_order(make_lab):
+    # A window-limited flow (no queue drops): any retransmission would come from reordering
+    # (three duplicate ACKs), which the delay line must never cause.
+    lab = make_lab(name="jit-fifo", rate_mbps=100, rtt_ms=20, queue_bytes=1 << 20,
+                   jitter_ms=2.0, jitter_dist="uniform")
+    j = iperf3(lab, "-t", "2", "-w", "128K")
+    assert j["end"]["sum_sent"]["retransmits"] == 0
+    stats = lab.stats()
+    assert_conserved(stats)
+    fwd = stats["fwd"]
+    assert fwd["drop_queue_packets"] == 0 and fwd["drop_loss_packets"] == 0
+    # Packets closer together than the jitter do wait for the one ahead: it happened, and
+    # the applied delay never went below zero extra on average (it only adds waiting).
+    assert fwd["jitter_clamped_packets"] > 0, fwd
+    assert fwd["extra_delay_mean_us"] > 0, fwd
+
+
+def cross_packets_expected(p: labctl.PathSpec, t0: float, t1: float) -> int:
+    """Cross packets the source sends in (t0, t1] (seconds since the delay line started)."""
+    gap = 1500 * 8 / (p.cross_mbps * 1e6)
+    period = (p.cross_on_ms + p.cross_off_ms) / 1e3
+    on = p.cross_on_ms / 1e3
+    n, k = 0, int(t0 // period)
+    while k * period <= t1:
+        # arrivals at k*period + j*gap for j*gap < on
+        start = k * period
+        per_period = math.ceil(on / gap)
+        lo = max(0, math.floor((t0 - start) / gap) + 1)
+        hi = min(per_period - 1, math.floor((t1 - start) / gap))
+        n += max(0, hi - lo + 1)
+        k += 1
+    return n
+
+
+@pytest.mark.lab
+def test_cross_traffic_idle_path_sends_its_rate_and_duty(make_lab):
+    lab = make_lab(name="cross-idle", rate_mbps=100, rtt_ms=10, queue_bytes=1 << 20,
+                   cross_mbps=40, cross_on_ms=200, cross_off_ms=300)
+    s0 = lab.stats()
+    time.sleep(2.0)
+    s1 = lab.stats()
+    sent = s1["fwd"]["cross_packets"] - s0["fwd"]["cross_packets"]
+    want = cross_packets_expected(lab.path, s0["t"], s1["t"])
+    # 40 Mbit/s of 1500-byte packets on 40 % of the time: about 2667 in 2 s; the count is
+    # exact up to the packets that straddle the two snapshot instants.
+    assert abs(sent - want) <= 2, (sent, want)
+    assert 2300 < want < 3100
+    assert s1["fwd"]["cross_drop_packets"] == 0
+    assert s1["rev"]["cross_packets"] == 0     # the ACK direction carries no cross traffic
+
+
+@pytest.mark.lab
+def test_cross_traffic_share_of_a_busy_bottleneck(make_lab):
+    rate, cross = 100.0, 40.0
+    lab = make_lab(name="cross-share", rate_mbps=rate, rtt_ms=20, queue_bytes=250_000,
+                   cross_mbps=cross, cross_on_ms=500, cross_off_ms=500)
+    tcp = lab.popen(["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", "-t", "5"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)                     # past slow-start
+    s0 = lab.stats()
+    time.sleep(3.0)                     # three whole on/off periods
+    s1 = lab.stats()
+    out, err = tcp.communicate(timeout=30)
+    assert tcp.returncode == 0, err
+    assert json.loads(out)["end"]["sum_received"]["bits_per_second"] > 0.6 * rate * 1e6
+    dt = s1["t"] - s0["t"]
+    f0, f1 = s0["fwd"], s1["fwd"]
+    tcp_bytes = f1["fwd_bytes"] - f0["fwd_bytes"]
+    cross_bytes = f1["cross_bytes"] - f0["cross_bytes"]
+    offered = f1["cross_bytes"] + f1["cross_drop_bytes"] - f0["cross_bytes"] - f0["cross_drop_bytes"]
+    # The source offered 40 Mbit/s half of the time: 20 Mbit/s on average.
+    assert offered * 8 / dt / 1e6 == pytest.approx(cross * lab.path.cross_duty, rel=0.05)
+    # It shares the bottleneck's time: it got what it offered less what the full queue
+    # dropped, i.e. about 20 % of the link, and never more than the link carried in all.
+    cross_drops = f1["cross_drop_packets"] - f0["cross_drop_packets"]
+    assert cross_drops <= 0.1 * offered / 1500
+    assert cross_bytes == offered - (f1["cross_drop_bytes"] - f0["cross_drop_bytes"])
+    share = cross_bytes * 8 / dt / (rate * 1e6)
+    assert share == pytest.approx(cross * lab.path.cross_duty / rate, rel=0.1), share
+    assert (tcp_bytes + cross_bytes) * 8 / dt <= 1.01 * rate * 1e6
+    # And the same queue: the TCP flow lost packets to it (each on period fills it), and
+    # got no more than what the cross traffic left.
+    assert f1["drop_queue_packets"] > f0["drop_queue_packets"]
+    assert tcp_bytes * 8 / dt / 1e6 <= rate - cross * lab.path.cross_duty + 2
