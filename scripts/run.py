@@ -159,7 +159,7 @@ def main():
                     stdout=subprocess.DEVNULL)
         site, vantage, password, token = prepare(iperf_port)
         py = sys.executable
-        procs.start("celery worker", [py, "-m", "celery", "-A", "workers.celery", "worker", "-B",
+        procs.start("celery worker", [py, "-m", "celery", "-A", "portal", "worker", "-B",
                                       "-s", str(settings.VAR_DIR / "celerybeat-schedule"),
                                       "-Q", f"{vantage.queue_name},celery", "--concurrency", "2",
                                       "--without-gossip", "--without-mingle", "-l", "INFO",

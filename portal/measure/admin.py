@@ -1,7 +1,10 @@
+"""The Django admin: sites and vantages are managed here; measurements are read-only results
+with one action, cancel; API tokens are issued by `manage.py issue_token`, only listed here."""
 from django.contrib import admin, messages
 from django.utils import timezone
 
 from .models import ApiToken, Measurement, Site, Vantage
+from .vocab import RESULT_FIELD_NAMES, UNFINISHED_STATUSES, FailureCode, Status
 
 
 @admin.register(Site)
@@ -29,12 +32,7 @@ class MeasurementAdmin(admin.ModelAdmin):
     raw_id_fields = ("requested_by",)
     actions = ["cancel"]
     # Stored results come from the prober; editing them by hand would make them lie.
-    readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result",
-                       "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps", "bytes_sent", "server_bytes",
-                       "elapsed_s", "slow_start_end_s", "rule", "retransmits", "rtt_us", "min_rtt_us", "mss_bytes",
-                       "window_requested_bytes", "window_given_bytes", "congestion_used", "time_saved_pct",
-                       "traffic_saved_pct", "full_time_s", "full_bytes_estimate", "validate_quick_bps",
-                       "validate_error_pct")
+    readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result", *RESULT_FIELD_NAMES)
 
     def get_queryset(self, request):
         # The list never needs the result JSON; the trace lives in another table and is
@@ -42,12 +40,11 @@ class MeasurementAdmin(admin.ModelAdmin):
         qs = super().get_queryset(request)
         return qs.defer("result") if request.resolver_match and request.resolver_match.url_name.endswith("changelist") else qs
 
-
     @admin.action(description="Cancel selected queued or running measurements")
     def cancel(self, request, queryset):
         # A running test notices at its next heartbeat and stops its prober.
-        count = queryset.filter(status__in=("queued", "running")).update(
-            status="failed", failure_code="cancelled", finished_at=timezone.now(),
+        count = queryset.filter(status__in=UNFINISHED_STATUSES).update(
+            status=Status.FAILED, failure_code=FailureCode.CANCELLED, finished_at=timezone.now(),
             failure_reason=f"cancelled by {request.user.get_username()}")
         self.message_user(request, f"{count} measurement(s) cancelled.", messages.SUCCESS)
 

@@ -8,15 +8,14 @@ import csv
 from django.http import StreamingHttpResponse
 
 from .history import headline_expr
+from .vocab import RESULT_FIELDS
 
 MEASUREMENT_CSV_COLUMNS = [
     "slug", "site", "vantage", "mode", "status", "created_at", "started_at", "finished_at",
-    "duration_s", "streams", "window_bytes", "congestion",
-    "headline_bps", "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps",
-    "slow_start_end_s", "rule", "elapsed_s", "bytes_sent", "server_bytes", "retransmits",
-    "rtt_us", "min_rtt_us", "mss_bytes", "window_requested_bytes", "window_given_bytes",
-    "congestion_used", "time_saved_pct", "traffic_saved_pct", "validate_quick_bps",
-    "validate_error_pct", "failure_code", "failure_reason",
+    "duration_s", "streams", "window_bytes", "congestion", "headline_bps",
+    # The result columns, in the order of their one declaration.
+    *(field.name for field in RESULT_FIELDS if field.csv),
+    "failure_code", "failure_reason",
 ]
 
 # What each column is read from: the row's own field, except these three.

@@ -13,6 +13,7 @@ from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
 from .models import Measurement, Site
+from .vocab import Mode, Status
 
 # Points drawn on the throughput / RTT charts: the newest N finished measurements.
 CHART_POINTS = 500
@@ -54,7 +55,7 @@ def profile_statistic():
 
 
 def _latest(site_ref, modes, value):
-    qs = (Measurement.objects.filter(site=site_ref, status="done", mode__in=modes)
+    qs = (Measurement.objects.filter(site=site_ref, status=Status.DONE, mode__in=modes)
           .order_by("-created_at"))
     return {
         "bps": Subquery(qs.annotate(v=value).values("v")[:1], output_field=FloatField()),
@@ -66,8 +67,8 @@ def _latest(site_ref, modes, value):
 def sites_overview(now=None):
     """Every enabled site with its latest quick and full results (one query: each figure is a
     correlated subquery that walks the (site, -created_at) index) and its 7-day trend."""
-    quick = _latest(OuterRef("pk"), ["quick"], headline_expr())
-    full = _latest(OuterRef("pk"), ["full", "validate"], F("full_bps"))
+    quick = _latest(OuterRef("pk"), [Mode.QUICK], headline_expr())
+    full = _latest(OuterRef("pk"), [Mode.FULL, Mode.VALIDATE], F("full_bps"))
     sites = list(
         Site.objects.filter(enabled=True).annotate(
             last_quick_bps=quick["bps"], last_quick_at=quick["at"], last_quick_slug=quick["slug"],
@@ -91,7 +92,7 @@ def trend_means(now=None):
         recent_start = now - datetime.timedelta(days=TREND_RECENT_DAYS)
         prior_start = recent_start - datetime.timedelta(days=TREND_PRIOR_DAYS)
         rows = (
-            Measurement.objects.filter(status="done", created_at__gte=prior_start, created_at__lt=now)
+            Measurement.objects.filter(status=Status.DONE, created_at__gte=prior_start, created_at__lt=now)
             .values("site")
             .annotate(recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
                       prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)))
@@ -132,12 +133,12 @@ def _compute_summary(site, now=None):
     mine = Measurement.objects.filter(site=site)
     counts = mine.aggregate(
         total=Count("pk"),
-        done=Count("pk", filter=Q(status="done")),
-        failed=Count("pk", filter=Q(status="failed")),
+        done=Count("pk", filter=Q(status=Status.DONE)),
+        failed=Count("pk", filter=Q(status=Status.FAILED)),
         first=Min("created_at"),
         last=Max("created_at"),
     )
-    recent = mine.filter(status="done", created_at__gte=now - datetime.timedelta(days=PROFILE_DAYS))
+    recent = mine.filter(status=Status.DONE, created_at__gte=now - datetime.timedelta(days=PROFILE_DAYS))
     by_hour = (
         recent
         .annotate(hour=ExtractHour("created_at"))
@@ -170,7 +171,7 @@ def chart_points(site, limit=CHART_POINTS):
     """The newest `limit` finished measurements as chart points, x in ms since the epoch
     (what Chart.js's time scale reads without a parser), quick and full runs apart."""
     rows = (
-        Measurement.objects.filter(site=site, status="done")
+        Measurement.objects.filter(site=site, status=Status.DONE)
         .order_by("-created_at")
         .annotate(headline=headline_expr())
         .values_list("created_at", "mode", "headline", "full_bps", "rtt_us", "slug")[:limit]
@@ -178,7 +179,7 @@ def chart_points(site, limit=CHART_POINTS):
     quick, full, rtt = [], [], []
     for created_at, mode, headline, full_bps, rtt_us, slug in reversed(rows):
         x = int(created_at.timestamp() * 1000)
-        if mode == "quick":
+        if mode == Mode.QUICK:
             if headline is not None:
                 quick.append({"x": x, "y": headline, "slug": slug})
         elif full_bps is not None:

@@ -1,3 +1,6 @@
+"""The portal's tables: sites (iperf servers), vantages (prober hosts), measurements with their
+results and traces, and API tokens. Statuses, failure codes and the result columns are
+declared in vocab.py."""
 import hashlib
 import json
 import secrets
@@ -10,10 +13,10 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-PROTOCOL_CHOICES = [("iperf3", "iperf3"), ("iperf2", "iperf 2")]
-MODE_CHOICES = [("quick", "quick"), ("full", "full"), ("validate", "validate")]
-STATUS_CHOICES = [("queued", "queued"), ("running", "running"), ("done", "done"), ("failed", "failed")]
-FINISHED_STATUSES = ("done", "failed")
+from .vocab import FINISHED_STATUSES, RESULT_FIELDS, Mode, Protocol, Status, vantage_queue
+
+# forms.py (engineer a's, being rewritten) still imports this name; vocab.Mode is the source.
+MODE_CHOICES = Mode.choices
 
 vantage_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]{0,62}$",
@@ -32,7 +35,7 @@ class Site(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     host = models.CharField(max_length=255, help_text="Name or address of the host running iperf3 -s / iperf -s.")
     port = models.PositiveIntegerField(default=5201, validators=[MinValueValidator(1), MaxValueValidator(65535)])
-    protocol = models.CharField(max_length=8, choices=PROTOCOL_CHOICES, default="iperf3")
+    protocol = models.CharField(max_length=8, choices=Protocol.choices, default=Protocol.IPERF3)
     location = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
     enabled = models.BooleanField(default=True)
@@ -64,7 +67,7 @@ class Vantage(models.Model):
 
     @property
     def queue_name(self):
-        return f"vantage.{self.name}"
+        return vantage_queue(self.name)
 
 
 class Measurement(models.Model):
@@ -74,13 +77,13 @@ class Measurement(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="measurements"
     )
-    mode = models.CharField(max_length=8, choices=MODE_CHOICES, default="quick")
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.QUICK)
     duration_s = models.PositiveSmallIntegerField(default=10)
     streams = models.PositiveSmallIntegerField(default=1)
     window_bytes = models.PositiveIntegerField(null=True, blank=True)
     congestion = models.CharField(max_length=16, blank=True)
 
-    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="queued")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     failure_code = models.CharField(max_length=32, blank=True)
     failure_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -88,30 +91,8 @@ class Measurement(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
-    # Copied from the prober's `result` event (prober/EVENTS.md) so pages and CSV can filter
-    # and sort without opening the JSON.
-    quick_mode_entered = models.BooleanField(null=True, blank=True)
-    quick_bps = models.FloatField(null=True, blank=True)
-    cumulative_bps = models.FloatField(null=True, blank=True)
-    full_bps = models.FloatField(null=True, blank=True)
-    bytes_sent = models.BigIntegerField(null=True, blank=True)
-    server_bytes = models.BigIntegerField(null=True, blank=True)
-    elapsed_s = models.FloatField(null=True, blank=True)
-    slow_start_end_s = models.FloatField(null=True, blank=True)
-    rule = models.CharField(max_length=32, blank=True)
-    retransmits = models.BigIntegerField(null=True, blank=True)
-    rtt_us = models.BigIntegerField(null=True, blank=True)
-    min_rtt_us = models.BigIntegerField(null=True, blank=True)
-    mss_bytes = models.IntegerField(null=True, blank=True)
-    window_requested_bytes = models.BigIntegerField(null=True, blank=True)
-    window_given_bytes = models.BigIntegerField(null=True, blank=True)
-    congestion_used = models.CharField(max_length=16, blank=True)
-    time_saved_pct = models.FloatField(null=True, blank=True)
-    traffic_saved_pct = models.FloatField(null=True, blank=True)
-    full_time_s = models.FloatField(null=True, blank=True)
-    full_bytes_estimate = models.BigIntegerField(null=True, blank=True)
-    validate_quick_bps = models.FloatField(null=True, blank=True)
-    validate_error_pct = models.FloatField(null=True, blank=True)
+    # The prober's whole `result` event; its figures are also copied into the columns declared
+    # in vocab.RESULT_FIELDS (added below) so pages and CSV can filter and sort without it.
     result = models.JSONField(null=True, blank=True)
 
     class Meta:
@@ -124,7 +105,7 @@ class Measurement(models.Model):
         constraints = [
             # One test at a time against a target, across all vantages: two streams of traffic
             # to one server would each measure half the path.
-            models.UniqueConstraint(fields=["site"], condition=Q(status="running"), name="one_running_per_site"),
+            models.UniqueConstraint(fields=["site"], condition=Q(status=Status.RUNNING), name="one_running_per_site"),
         ]
 
     def __str__(self):
@@ -142,6 +123,19 @@ class Measurement(models.Model):
     @property
     def is_finished(self):
         return self.status in FINISHED_STATUSES
+
+    @property
+    def is_done(self):
+        return self.status == Status.DONE
+
+    @property
+    def is_failed(self):
+        return self.status == Status.FAILED
+
+
+# The result columns, one per vocab.RESULT_FIELDS entry (the one declaration of them).
+for _field in RESULT_FIELDS:
+    Measurement.add_to_class(_field.name, _field.model_field())
 
 
 class MeasurementTrace(models.Model):

@@ -3,7 +3,8 @@ REDIS_URL is set, so the web process sees what the worker writes)."""
 from django.conf import settings
 from django.core.cache import cache
 
-PHASES = ("queued", "connecting", "slow_start", "measuring", "full", "finishing", "storing", "done", "failed")
+from .models import Measurement
+from .vocab import Phase, Status
 SAMPLE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
 TTL_S = 3600
 
@@ -13,7 +14,7 @@ def _key(measurement_id):
 
 
 def write(measurement_id, phase, elapsed_s=0.0, samples=()):
-    cache.set(_key(measurement_id), {"phase": phase, "elapsed_s": float(elapsed_s), "samples": list(samples)}, TTL_S)
+    cache.set(_key(measurement_id), {"phase": str(phase), "elapsed_s": float(elapsed_s), "samples": list(samples)}, TTL_S)
 
 
 def clear(measurement_id):
@@ -26,11 +27,9 @@ def read(measurement_id):
     state = cache.get(_key(measurement_id))
     if state is not None:
         return state
-    from .models import Measurement
-
     status = Measurement.objects.filter(pk=measurement_id).values_list("status", flat=True).first()
-    phase = {"running": "connecting", "done": "done", "failed": "failed"}.get(status, "queued")
-    return {"phase": phase, "elapsed_s": 0.0, "samples": []}
+    phase = {Status.RUNNING: Phase.CONNECTING, Status.DONE: Phase.DONE, Status.FAILED: Phase.FAILED}.get(status, Phase.QUEUED)
+    return {"phase": phase.value, "elapsed_s": 0.0, "samples": []}
 
 
 class Decimator:

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from . import progress
 from .models import Measurement
+from .vocab import FailureCode, Status
 
 log = logging.getLogger(__name__)
 
@@ -17,20 +18,20 @@ def reap(now=None, heartbeat_s=None, queued_s=None):
     heartbeat_s = settings.REAPER_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
     queued_s = settings.REAPER_QUEUED_S if queued_s is None else queued_s
     stale = now - timedelta(seconds=heartbeat_s)
-    silent = Q(status="running") & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+    silent = Q(status=Status.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
     lost = list(Measurement.objects.filter(silent).values_list("pk", flat=True))
     # The condition is repeated in the UPDATE so a heartbeat that lands in between wins.
     lost_count = Measurement.objects.filter(silent, pk__in=lost).update(
-        status="failed", finished_at=now, failure_code="worker_lost",
+        status=Status.FAILED, finished_at=now, failure_code=FailureCode.WORKER_LOST,
         failure_reason=f"worker lost: no heartbeat from the worker for more than {heartbeat_s:g} s; the test was abandoned.")
     old = now - timedelta(seconds=queued_s)
-    stuck = list(Measurement.objects.filter(status="queued", created_at__lt=old).values_list("pk", flat=True))
-    stuck_count = Measurement.objects.filter(pk__in=stuck, status="queued", created_at__lt=old).update(
-        status="failed", finished_at=now, failure_code="queued_too_long",
+    stuck = list(Measurement.objects.filter(status=Status.QUEUED, created_at__lt=old).values_list("pk", flat=True))
+    stuck_count = Measurement.objects.filter(pk__in=stuck, status=Status.QUEUED, created_at__lt=old).update(
+        status=Status.FAILED, finished_at=now, failure_code=FailureCode.QUEUED_TOO_LONG,
         failure_reason=f"not started within {queued_s:g} s: no worker took it from its vantage's queue "
                        f"(the vantage may be offline, or the site stayed busy).")
     for pk in lost + stuck:
         progress.clear(pk)
     if lost_count or stuck_count:
         log.warning("reaper failed %d lost running and %d stale queued measurements", lost_count, stuck_count)
-    return {"worker_lost": lost_count, "queued_too_long": stuck_count}
+    return {FailureCode.WORKER_LOST.value: lost_count, FailureCode.QUEUED_TOO_LONG.value: stuck_count}

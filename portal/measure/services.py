@@ -1,19 +1,21 @@
 """Creating measurements: the one path from a valid form (page or API) to a queued task."""
 import logging
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
+
+from portal.celery import app
 
 from . import reaper
 from .forms import MeasurementForm
 from .models import Measurement
+from .vocab import TASK_RUN
 
 log = logging.getLogger(__name__)
 
 
 def enqueue(measurement):
-    from workers.celery import app
-
-    app.send_task("measure.run", args=[measurement.pk], queue=measurement.vantage.queue_name)
+    app.send_task(TASK_RUN, args=[measurement.pk], queue=measurement.vantage.queue_name)
 
 
 def request_measurement(form_data, user):
@@ -24,8 +26,6 @@ def request_measurement(form_data, user):
     else:
         form = MeasurementForm(data=form_data)
     if not form.is_valid():
-        from django.core.exceptions import ValidationError
-
         raise ValidationError(form.errors.as_data())
     # Opportunistic: a user asking for a test is a good moment to clear abandoned rows.
     reaper.reap()

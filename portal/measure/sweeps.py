@@ -4,6 +4,7 @@ import logging
 
 from .models import Measurement, Site, Vantage
 from .services import request_measurement
+from .vocab import UNFINISHED_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +19,7 @@ def sweep(mode="quick", duration_s=10, streams=1, sites=None, vantages=None):
         site_qs = site_qs.filter(slug__in=sites)
     if vantages:
         vantage_qs = vantage_qs.filter(name__in=vantages)
-    pending = set(Measurement.objects.filter(status__in=("queued", "running")).values_list("site_id", "vantage_id"))
+    pending = set(Measurement.objects.filter(status__in=UNFINISHED_STATUSES).values_list("site_id", "vantage_id"))
     queued = []
     for vantage in vantage_qs.order_by("name"):
         for site in site_qs.order_by("slug"):

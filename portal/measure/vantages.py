@@ -1,9 +1,18 @@
-"""What this host offers as a vantage: its kernel and congestion controls."""
+"""Vantage presence, in one place: what this host offers as a vantage (its kernel and
+congestion controls), its registration when its worker starts, and every write of
+Vantage.last_seen (at registration, periodically from the worker, and when a test starts)."""
+import logging
 import os
 
+from celery import bootsteps
+from django.conf import settings
+from django.db import close_old_connections
 from django.utils import timezone
 
 from .models import Vantage
+from .vocab import vantage_queue
+
+log = logging.getLogger(__name__)
 
 CONGESTION_CONTROLS_PATH = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 # Without CAP_NET_ADMIN a socket may only pick from this subset (plus the default, which the
@@ -50,3 +59,50 @@ def register_vantage(name, description=None):
         vantage.description = description or f"prober host {os.uname().nodename}"
         vantage.save(update_fields=["description"])
     return vantage
+
+
+def touch(vantage_id=None, name=None):
+    """Marks the vantage as seen now (by pk or by name)."""
+    rows = Vantage.objects.filter(pk=vantage_id) if vantage_id is not None else Vantage.objects.filter(name=name)
+    rows.update(last_seen=timezone.now())
+
+
+def own_vantage(worker_app):
+    """This host's vantage name if this worker consumes its queue, else None."""
+    queues = set(worker_app.amqp.queues.consume_from or ())
+    name = settings.VANTAGE_NAME
+    return name if vantage_queue(name) in queues else None
+
+
+def _refresh(name):
+    try:
+        close_old_connections()
+        touch(name=name)
+    except Exception:  # a database hiccup must not take the worker down; the next tick retries
+        log.exception("could not refresh vantage %s", name)
+
+
+class VantagePresence(bootsteps.StartStopStep):
+    """A worker that consumes a vantage queue registers the host it runs on, then refreshes its
+    last_seen every VANTAGE_HEARTBEAT_S, so pages can tell a live vantage from one whose worker
+    is gone even when no test is asked of it. Added to the worker in portal/celery.py."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker, **kwargs):
+        super().__init__(worker, **kwargs)
+        self.tref = None
+
+    def start(self, worker):
+        name = own_vantage(worker.app)
+        if name:
+            try:
+                register_vantage(name)
+            except Exception:  # the periodic refresh retries; a worker without a database still drains
+                log.exception("could not register vantage %s", name)
+            self.tref = worker.timer.call_repeatedly(settings.VANTAGE_HEARTBEAT_S, _refresh, (name,), priority=10)
+
+    def stop(self, worker):
+        if self.tref is not None:
+            self.tref.cancel()
+            self.tref = None

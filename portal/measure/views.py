@@ -21,6 +21,7 @@ from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
 from .services import request_measurement
 from .trace import trace_csv_rows
+from .vocab import Phase, Status
 
 TABLE_PAGE_SIZE = 25
 # Anonymous readers get stored copies of pages that are read far more often than they change:
@@ -193,31 +194,27 @@ def thin_trace(data, limit=CHART_MAX_SAMPLES):
     return thinned
 
 
-PHASE_STEPS = [
-    ("queued", "Queued"),
-    ("connecting", "Connecting"),
-    ("slow_start", "Slow-start"),
-    ("measuring", "Measuring"),
-    ("storing", "Storing"),
-]
-# Phases the prober and worker report that share a step of the bar.
-_PHASE_STEP = {"full": "measuring", "finishing": "storing", "done": "storing", "failed": "storing"}
+# The steps of the progress bar; the other phases share one of them.
+PHASE_STEPS = [(phase.value, phase.label) for phase in (Phase.QUEUED, Phase.CONNECTING, Phase.SLOW_START,
+                                                        Phase.MEASURING, Phase.STORING)]
+_PHASE_STEP = {Phase.FULL: Phase.MEASURING, Phase.FINISHING: Phase.STORING, Phase.DONE: Phase.STORING,
+               Phase.FAILED: Phase.STORING}
 
 
 def _progress_context(m):
     state = progress.read(m.pk) or {}
-    phase = state.get("phase") or ("queued" if m.status == "queued" else "connecting")
-    if m.status == "queued" and phase != "queued":
+    phase = state.get("phase") or (Phase.QUEUED if m.status == Status.QUEUED else Phase.CONNECTING)
+    if m.status == Status.QUEUED and phase != Phase.QUEUED:
         # The worker claimed the row between our read of it and of its progress: show the
         # status that goes with the phase.
         m.refresh_from_db(fields=["status", "started_at", "finished_at"])
-    step = _PHASE_STEP.get(phase, phase)
+    step = str(_PHASE_STEP.get(phase, phase))
     keys = [key for key, _ in PHASE_STEPS]
     current = keys.index(step) if step in keys else 0
     steps = []
     for i, (key, label) in enumerate(PHASE_STEPS):
-        if key == "measuring" and phase == "full":
-            label = "Full run"
+        if key == Phase.MEASURING and phase == Phase.FULL:
+            label = Phase.FULL.label
         steps.append({"key": key, "label": label,
                       "state": "past" if i < current else "current" if i == current else "future"})
     return {"m": m, "phase": phase, "steps": steps, "elapsed_s": state.get("elapsed_s"),

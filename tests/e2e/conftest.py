@@ -51,7 +51,7 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
         log = servers.ARTIFACTS / f"celery-{name}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-Q", f"vantage.{name}",
+                [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", f"vantage.{name}",
                  "--concurrency", "2", "-P", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat",
                  "-l", "INFO", "-n", f"{name}@%h"],
                 cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -4,6 +4,7 @@ import pytest
 from django.db import IntegrityError
 
 from portal.measure import progress, runner
+from workers import prober
 from portal.measure.models import Measurement, MeasurementTrace
 from portal.measure.trace import TraceBuilder
 from tests import factories
@@ -74,7 +75,7 @@ def test_prober_command_from_parameters(db, vantage):
 
 
 def test_line_reader_splits_and_bounds_lines():
-    reader = runner.LineReader(limit=10)
+    reader = prober.LineReader(limit=10)
     assert reader.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
     assert reader.feed(b":2}\n") == [b'{"b":2}']
     with pytest.raises(ValueError, match="longer than 10 bytes"):

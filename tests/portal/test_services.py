@@ -61,10 +61,11 @@ def test_register_vantage_keeps_admin_choices(db):
 
 
 def test_celery_routes_and_beat_schedule():
-    from workers.celery import app
+    from portal.celery import app
 
     assert app.conf.beat_schedule["reap-lost-measurements"]["task"] == "measure.reap"
     assert app.conf.task_routes["measure.reap"] == {"queue": "celery"}
+    app.loader.import_default_modules()  # what a worker does at start: autodiscovers the apps' tasks
     assert {"measure.run", "measure.reap", "measure.register_vantage"} <= set(app.tasks)
 
 

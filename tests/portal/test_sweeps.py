@@ -52,11 +52,11 @@ def test_sweep_command_prints_queued(network, capsys):
 def test_sweep_beat_entry_only_when_interval_set(monkeypatch):
     from django.conf import settings
 
-    from workers import celery as celery_module
+    from portal import celery as celery_module
 
     monkeypatch.setattr(settings, "SWEEP_INTERVAL_S", 0.0)
-    assert "sweep" not in celery_module._beat_schedule()
+    assert "sweep" not in celery_module.beat_schedule()
     monkeypatch.setattr(settings, "SWEEP_INTERVAL_S", 900.0)
-    entry = celery_module._beat_schedule()["sweep"]
+    entry = celery_module.beat_schedule()["sweep"]
     assert (entry["task"], entry["schedule"], entry["kwargs"]) == ("measure.sweep", 900.0,
                                                                    {"mode": "quick", "duration_s": 10})

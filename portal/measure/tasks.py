@@ -1,0 +1,37 @@
+"""Celery tasks of the measure app. Each is thin: it takes primary keys or names, calls the
+module that does the work, and turns runner.TryLater into a Celery retry. Names are the
+constants in vocab.py (senders use them; renaming one would strand queued messages)."""
+import logging
+
+from celery import shared_task
+
+from . import reaper, runner, vantages
+from .sweeps import sweep as run_sweep
+from .vocab import TASK_REAP, TASK_REGISTER_VANTAGE, TASK_RUN, TASK_SWEEP
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name=TASK_RUN, bind=True, max_retries=None, ignore_result=True)
+def run_measurement(self, measurement_id, site_busy_attempts=0, server_busy_attempts=0):
+    try:
+        runner.run(measurement_id, site_busy_attempts, server_busy_attempts)
+    except runner.TryLater as later:
+        log.info("measurement %s: %s; retrying in %.1f s", measurement_id, later.reason, later.countdown)
+        raise self.retry(args=[measurement_id], kwargs=later.kwargs, countdown=later.countdown) from None
+
+
+@shared_task(name=TASK_REAP, ignore_result=True)
+def reap():
+    return reaper.reap()
+
+
+@shared_task(name=TASK_REGISTER_VANTAGE, ignore_result=True)
+def register_vantage(name):
+    vantages.register_vantage(name)
+
+
+@shared_task(name=TASK_SWEEP, ignore_result=True)
+def sweep(mode="quick", duration_s=10, streams=1):
+    queued = run_sweep(mode=mode, duration_s=duration_s, streams=streams)
+    log.info("sweep queued %d measurements", len(queued))

@@ -1,0 +1,168 @@
+"""The portal's vocabulary, in one place: what a measurement's status, phase and failure code
+can be, the Celery task and queue names, and the result fields copied from the prober's
+`result` event (prober/EVENTS.md).
+
+Adding a failure code: add a member to FailureCode with a one-line meaning as its label, and
+a row to the README's failure-code table (a test compares the two). Codes the prober itself
+emits are also listed in PROBER_CODES. The model field stays a plain CharField without
+choices, so a new code needs no migration and an unknown prober code is still stored.
+
+Adding a result field: append a ResultField to RESULT_FIELDS and run makemigrations. The
+model column, the runner's copy from the `result` event, the API's `results`, the CSV column
+and the admin's read-only list all come from this declaration.
+"""
+from dataclasses import dataclass
+
+from django.db import models
+
+
+class Status(models.TextChoices):
+    # Labels equal the values: they are what pages and the API have always shown.
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+FINISHED_STATUSES = (Status.DONE, Status.FAILED)
+UNFINISHED_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+
+class Mode(models.TextChoices):
+    QUICK = "quick", "quick"
+    FULL = "full", "full"
+    VALIDATE = "validate", "validate"
+
+
+class Protocol(models.TextChoices):
+    IPERF3 = "iperf3", "iperf3"
+    IPERF2 = "iperf2", "iperf 2"
+
+
+class Phase(models.TextChoices):
+    """Where a measurement is, as progress shows it. The prober's `phase` events give
+    slow_start, measuring, full and finishing; the worker adds the others."""
+
+    QUEUED = "queued", "Queued"
+    CONNECTING = "connecting", "Connecting"
+    SLOW_START = "slow_start", "Slow-start"
+    MEASURING = "measuring", "Measuring"
+    FULL = "full", "Full run"
+    FINISHING = "finishing", "Finishing"
+    STORING = "storing", "Storing"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class FailureCode(models.TextChoices):
+    """Every value Measurement.failure_code can take; the label is its one-line meaning."""
+
+    # Set by the portal.
+    WORKER_LOST = "worker_lost", "the worker stopped heartbeating mid-test (killed, host down); the reaper failed it"
+    QUEUED_TOO_LONG = "queued_too_long", "no worker took the test from its vantage's queue within REAPER_QUEUED_S"
+    SITE_BUSY = "site_busy", "other measurements of the site kept it busy through SITE_BUSY_RETRIES attempts"
+    OVERRAN = "overran", "the prober ran past duration + PROBER_MARGIN_S and was killed"
+    ABANDONED = "abandoned", "the row was failed (reaped or cancelled) while the prober ran; the prober was stopped"
+    CANCELLED = "cancelled", "an administrator cancelled the test (admin action)"
+    PROBER_MISSING = "prober_missing", "the worker could not start the prober binary (QUICKPROBE_BIN)"
+    PROBER_OUTPUT = "prober_output", "the prober wrote something that is not a JSON Lines event (EVENTS.md)"
+    PROBER_CRASHED = "prober_crashed", "the prober exited (or was killed) without a result or error event"
+    INTERNAL = "internal", "the worker hit an unexpected error while running the test (see its log)"
+    # Emitted by the prober as its `error` event's code (prober/EVENTS.md) and stored as is.
+    USAGE = "usage", "the prober refused an option or value"
+    DNS = "dns", "the site's name does not resolve in time"
+    CONNECT_REFUSED = "connect_refused", "nothing listens on the site's port"
+    CONNECT_TIMEOUT = "connect_timeout", "no answer to connect within the connect timeout"
+    SERVER_BUSY = "server_busy", "the iperf server was busy with another client through SERVER_BUSY_RETRIES attempts"
+    SERVER_ERROR = "server_error", "the iperf3 server reported an error (its code and errno are in the reason)"
+    AUTH_REQUIRED = "auth_required", "the iperf3 server wants RSA authentication"
+    PROTOCOL = "protocol", "the server sent garbage, oversized or unexpected messages"
+    TIMEOUT = "timeout", "a read from the server missed its deadline"
+    CONGESTION = "congestion", "the asked congestion control is not available on the vantage"
+    INTERRUPTED = "interrupted", "the prober was interrupted before any data was sent"
+    IO = "io", "any other socket error (errno text in the reason)"
+
+
+PROBER_CODES = frozenset({
+    FailureCode.USAGE, FailureCode.DNS, FailureCode.CONNECT_REFUSED, FailureCode.CONNECT_TIMEOUT,
+    FailureCode.SERVER_BUSY, FailureCode.SERVER_ERROR, FailureCode.AUTH_REQUIRED, FailureCode.PROTOCOL,
+    FailureCode.TIMEOUT, FailureCode.CONGESTION, FailureCode.INTERRUPTED, FailureCode.IO,
+})
+
+# Celery task names: the contract between whoever sends a task and the worker that runs it.
+TASK_RUN = "measure.run"
+TASK_REAP = "measure.reap"
+TASK_REGISTER_VANTAGE = "measure.register_vantage"
+TASK_SWEEP = "measure.sweep"
+
+# The queue every worker consumes (reaper, sweeps); measurements go to their vantage's queue.
+SHARED_QUEUE = "celery"
+
+
+def vantage_queue(name):
+    return f"vantage.{name}"
+
+
+@dataclass(frozen=True)
+class ResultField:
+    """One figure of the prober's `result` event stored in its own Measurement column.
+
+    name: the column (units in the name, as in EVENTS.md); kind: float, bigint, int, bool or
+    str; source: the keys leading to the value in the `result` event (default: (name,));
+    csv: whether the measurements CSV has a column for it (at the end of the result columns,
+    in declaration order); max_length: for str."""
+
+    name: str
+    kind: str
+    source: tuple = ()
+    csv: bool = True
+    max_length: int = 32
+
+    @property
+    def path(self):
+        return self.source or (self.name,)
+
+    def model_field(self):
+        if self.kind == "str":
+            # "" rather than NULL for an unknown string, as Django wants for CharField.
+            return models.CharField(max_length=self.max_length, blank=True)
+        kinds = {"float": models.FloatField, "bigint": models.BigIntegerField, "int": models.IntegerField,
+                 "bool": models.BooleanField}
+        return kinds[self.kind](null=True, blank=True)
+
+    def read(self, event):
+        """The value in a `result` event; a missing or null value is None ("" for str)."""
+        value = event
+        for key in self.path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if self.kind == "str":
+            return value or ""
+        return value
+
+
+# The CSV's columns follow this order (its bytes are pinned by tests): append new fields.
+RESULT_FIELDS = (
+    ResultField("quick_mode_entered", "bool"),
+    ResultField("quick_bps", "float"),
+    ResultField("cumulative_bps", "float"),
+    ResultField("full_bps", "float"),
+    ResultField("slow_start_end_s", "float"),
+    ResultField("rule", "str"),
+    ResultField("elapsed_s", "float"),
+    ResultField("bytes_sent", "bigint"),
+    ResultField("server_bytes", "bigint"),
+    ResultField("retransmits", "bigint"),
+    ResultField("rtt_us", "bigint"),
+    ResultField("min_rtt_us", "bigint"),
+    ResultField("mss_bytes", "int"),
+    ResultField("window_requested_bytes", "bigint", source=("window", "requested_bytes")),
+    ResultField("window_given_bytes", "bigint", source=("window", "given_bytes")),
+    ResultField("congestion_used", "str", source=("congestion",), max_length=16),
+    ResultField("time_saved_pct", "float"),
+    ResultField("traffic_saved_pct", "float"),
+    ResultField("validate_quick_bps", "float", source=("validate", "quick_bps")),
+    ResultField("validate_error_pct", "float", source=("validate", "error_pct")),
+    ResultField("full_time_s", "float", csv=False),
+    ResultField("full_bytes_estimate", "bigint", csv=False),
+)
+RESULT_FIELD_NAMES = tuple(f.name for f in RESULT_FIELDS)
