@@ -176,10 +176,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+    # Best-effort: an unreachable Redis is a cache miss, never a failed page or test (portal/cache.py).
+    CACHES = {"default": {"BACKEND": "portal.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "portal")}}
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    # A Redis that is down or unreachable must be noticed in seconds (a web request publishing
+    # a task gives up and leaves the row to the watchdog, portal/measure/dispatch.py), and a
+    # half-open connection found by keepalive and the health check instead of hanging.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 10, "socket_keepalive": True,
+                                       "health_check_interval": 10}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": str(VAR_DIR / "cache")}}
@@ -294,6 +299,11 @@ CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Keep reconnecting after a broker outage however long it lasts (celery's default is 100
+# attempts, about 17 minutes, after which the worker exits).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Publishing a task: a few quick attempts, then the caller carries on and the watchdog sends it.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
 
 HOSTNAME = socket.gethostname()
 
