@@ -267,6 +267,9 @@ def proxy_ssl_header_from_env():
 SECURE_PROXY_SSL_HEADER = proxy_ssl_header_from_env()
 
 # --- the measurement pipeline -------------------------------------------------------------
+# Sites must resolve to globally routable addresses unless this is set (portal/measure/hosts.py):
+# make run's demo site on 127.0.0.1 and the tests set it.
+ALLOW_PRIVATE_SITE_HOSTS = env_bool("ALLOW_PRIVATE_SITE_HOSTS", False)
 QUICKPROBE_BIN = env_str("QUICKPROBE_BIN", str(BASE_DIR / "prober" / "build" / "quickprobe"))
 # Names this host's Vantage row and its Celery queue `vantage.<name>`.
 VANTAGE_NAME = env_str("VANTAGE_NAME", "local")
@@ -293,6 +296,13 @@ SWEEP_MODE = env_str("SWEEP_MODE", "quick")
 if SWEEP_MODE not in {"quick", "full", "validate"}:
     raise ImproperlyConfigured(f"SWEEP_MODE={SWEEP_MODE!r}: expected quick, full or validate")
 SWEEP_DURATION_S = env_number("SWEEP_DURATION_S", 10, minimum=1)
+# Per-user request limits (portal/measure/quotas.py); admins override them per user or group
+# in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
+QUOTA_TESTS_PER_HOUR = env_number("QUOTA_TESTS_PER_HOUR", 20, minimum=0) or None
+QUOTA_MAX_PENDING = env_number("QUOTA_MAX_PENDING", 3, minimum=0) or None
+QUOTA_TEST_SECONDS_PER_DAY = env_number("QUOTA_TEST_SECONDS_PER_DAY", 3600, minimum=0) or None
+# Retry-After for a user at QUOTA_MAX_PENDING: about one quick test.
+QUOTA_PENDING_RETRY_S = env_number("QUOTA_PENDING_RETRY_S", 30, minimum=1)
 PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
 
 CELERY_TASK_ACKS_LATE = False

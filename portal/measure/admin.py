@@ -3,7 +3,7 @@ with one action, cancel; API tokens are issued by `manage.py issue_token`, only 
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from .models import ApiToken, Measurement, Site, Vantage
+from .models import ApiToken, Measurement, Quota, Site, Vantage
 from .vocab import RESULT_FIELD_NAMES, UNFINISHED_STATUSES, FailureCode, Status
 
 
@@ -57,3 +57,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # tokens come from manage.py issue_token, which shows the secret once
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "tests_per_hour", "max_pending", "test_seconds_per_day")
+    raw_id_fields = ("user",)
+    search_fields = ("user__username", "group__name")

@@ -7,6 +7,7 @@ import secrets
 import zlib
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
@@ -49,6 +50,15 @@ class Site(models.Model):
 
     def get_absolute_url(self):
         return reverse("measure:site", kwargs={"slug": self.slug})
+
+    def clean(self):
+        from .hosts import check_site_host
+
+        if self.host:
+            try:
+                check_site_host(self.host)
+            except ValidationError as exc:
+                raise ValidationError({"host": exc.messages}) from None
 
 
 class Vantage(models.Model):
@@ -187,3 +197,33 @@ class ApiToken(models.Model):
         key = secrets.token_urlsafe(32)
         cls.objects.create(user=user, key_hash=cls.hash_key(key), prefix=key[:8])
         return key
+
+
+class Quota(models.Model):
+    """Limits on one user's, or one group's, test requests (portal/measure/quotas.py says how
+    they apply). A blank limit is no limit; users without a row get the QUOTA_* settings."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="quota")
+    group = models.OneToOneField("auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="quota")
+    tests_per_hour = models.PositiveIntegerField(null=True, blank=True,
+                                                 help_text="Tests requested in any 60 minutes. Blank: no limit.")
+    max_pending = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="Tests queued or running at once. Blank: no limit.")
+    test_seconds_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds of testing in any 24 hours (requested duration until a test "
+                                         "ends, then the time it ran). Blank: no limit.")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(user__isnull=False, group__isnull=True) | Q(user__isnull=True,
+                                                                                             group__isnull=False),
+                                   name="quota_for_user_or_group"),
+        ]
+
+    def __str__(self):
+        return f"quota of {self.user or self.group}"
+
+    def clean(self):
+        if (self.user_id is None) == (self.group_id is None):
+            raise ValidationError("A quota is for one user or for one group: choose exactly one.")

@@ -19,6 +19,7 @@ from . import history, progress
 from .csvexport import csv_response, measurement_csv_rows
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
+from .quotas import QuotaExceeded
 from .services import request_measurement
 from .trace import trace_csv_rows
 from .vocab import Phase, Status
@@ -108,7 +109,13 @@ def measure_new(request):
     if request.method == "POST":
         form = MeasurementForm(request.POST)
         if form.is_valid():
-            measurement = request_measurement(form, request.user)
+            try:
+                measurement = request_measurement(form, request.user)
+            except QuotaExceeded as over:
+                form.add_error(None, over.message)
+                response = render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=429)
+                response["Retry-After"] = str(over.retry_after_s)
+                return response
             return redirect(measurement.get_absolute_url())
     else:
         initial = {}

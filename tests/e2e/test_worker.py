@@ -4,7 +4,7 @@ import time
 import pytest
 
 from portal.measure import reaper
-from portal.measure.models import ApiToken, Measurement, Vantage
+from portal.measure.models import ApiToken, Measurement, Quota, Vantage
 from tests import factories, servers
 
 pytestmark = pytest.mark.e2e
@@ -60,8 +60,9 @@ def test_e2e_same_site_never_overlaps(client, token, celery_worker, iperf3_port)
         assert end <= start, intervals
 
 
-def test_e2e_same_site_two_vantages_never_overlap(client, token, start_worker, iperf3_port):
+def test_e2e_same_site_two_vantages_never_overlap(client, user, token, start_worker, iperf3_port):
     """The per-site rule holds across vantages: two workers on two vantages, one target."""
+    Quota.objects.create(user=user)  # four pending at once is over the default limit of three
     first, second = start_worker(), start_worker()
     site = factories.make_site(slug="e2e-shared", port=iperf3_port)
     slugs = [request_test(client, token, site=site.slug, vantage=worker.name, duration_s=3)
