@@ -115,6 +115,8 @@ def setup_django():
     import django
 
     ensure_secret_key()
+    # The demo site is an iperf3 on loopback, which a deployment refuses as a site host.
+    os.environ.setdefault("ALLOW_PRIVATE_SITE_HOSTS", "1")
 
     django.setup()
     from django.conf import settings
