@@ -165,7 +165,8 @@ def measurement(request, slug):
             return HttpResponse(status=286, headers={"HX-Refresh": "true"})
         # The status badge sits outside the polled element: it rides along out of band.
         return render(request, "measure/measurement.html#progress", {**_progress_context(m), "oob": True})
-    context = {"m": m, "og_url": request.build_absolute_uri(m.get_absolute_url())}
+    context = {"m": m, "og_url": request.build_absolute_uri(m.get_absolute_url()),
+               "show_failure_detail": m.failure_detail_visible_to(request.user)}
     if not m.is_finished:
         context.update(_progress_context(m))
         return render(request, "measure/measurement.html", context)

@@ -84,16 +84,36 @@ def test_permalink_full_run_does_not_claim_quick_mode_failed(client, site, vanta
     assert "quick mode not entered" not in html
 
 
-def test_permalink_failed_shows_code_and_reason(client, site, vantage):
-    m = factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
-                                   failure_reason="connect to 127.0.0.1 port 5201: Connection refused")
+DETAIL = "<p>connect to 127.0.0.1 port 5201: Connection refused</p>"
+
+
+def _failed(site, vantage, user):
+    return factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
+                                      failure_reason="connect to 127.0.0.1 port 5201: Connection refused",
+                                      requested_by=user)
+
+
+def test_permalink_failed_anonymous_sees_code_and_short_reason_only(client, site, vantage, user):
+    m = _failed(site, vantage, user)
     response = client.get(f"/m/{m.slug}/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "<strong><code>connect_refused</code></strong>" in html
-    assert "<p>connect to 127.0.0.1 port 5201: Connection refused</p>" in html
+    assert "<strong><code>connect_refused</code></strong>: nothing listens on the site&#x27;s port</p>" in html
+    assert DETAIL not in html and "127.0.0.1 port 5201" not in html
     assert '<meta property="og:title" content="Failed (connect_refused): test to Loopback iperf3">' in html
+    assert '<meta property="og:description" content="nothing listens on the site&#x27;s port">' in html
     assert "trace.csv" not in html
+
+
+def test_permalink_failed_owner_and_staff_see_the_detail(client, site, vantage, user, other_user):
+    m = _failed(site, vantage, user)
+    client.force_login(user)
+    assert DETAIL in client.get(f"/m/{m.slug}/").content.decode()
+    client.force_login(other_user)
+    assert DETAIL not in client.get(f"/m/{m.slug}/").content.decode()
+    other_user.is_staff = True
+    other_user.save()
+    assert DETAIL in client.get(f"/m/{m.slug}/").content.decode()
 
 
 def test_permalink_unknown_slug_404(client, db):
