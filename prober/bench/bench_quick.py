@@ -434,7 +434,7 @@ def verdict_cc(c: dict) -> dict:
     return {"error": v["median"] is not None and v["median"] <= TARGETS["median_abs_err"]
             and v["p95"] <= TARGETS["p95_abs_err"],
             "spread": c["spread_ratio"] is not None and c["spread_ratio"] <= TARGETS["spread_ratio"],
-            "coverage": c["coverage"] is not None and c["coverage"] >= TARGETS["coverage"]}
+            "coverage": None if c["coverage"] is None else c["coverage"] >= TARGETS["coverage"]}
 
 
 def savings(rows: list[dict]) -> dict:
@@ -449,8 +449,8 @@ def savings(rows: list[dict]) -> dict:
     return out
 
 
-def _mark(ok: bool) -> str:
-    return "met" if ok else "**MISSED**"
+def _mark(ok: bool | None) -> str:
+    return "n/a (no error bars)" if ok is None else "met" if ok else "**MISSED**"
 
 
 def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
@@ -550,7 +550,7 @@ def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> d
     for r in rows:
         cells = [f"{r['converged']}/{r['estimates']}" if k == "converged"
                  else f"{r[k]:g}" if k == "loss"
-                 else fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms") else 1)
+                 else fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms", "queue_bdp") else 1)
                  for k, _ in ROW_COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     errs = [r for r in rows if r["errors"]]
