@@ -426,6 +426,10 @@ def cc_summary(rows: list[dict], runs: list[dict], cc: str) -> dict | None:
     out["coverage"] = 100.0 * sum(cov) / len(cov) if cov else None
     out["coverage_paired"] = 100.0 * sum(cov_p) / len(cov_p) if cov_p else None
     out["coverage_n"] = len(cov)
+    big = [r for r in rr if r["bdp_bytes"] >= BIG_BDP]
+    for key in ("time_saved_pct", "traffic_saved_pct"):
+        xs = [r[key] for r in big if r[key] is not None]
+        out[key] = statistics.median(xs) if xs else None
     return out
 
 
@@ -472,6 +476,7 @@ def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
             f"| {fmt(c['quick_cv'])} / {fmt(c['full_cv'])} ({fmt(c['spread_ratio'], 2)}) "
             f"| {c['rows_spread_ok']}/{c['rows_spread_n']} | {conv} "
             f"| {fmt(c['coverage'])} ({fmt(c['coverage_paired'])}) of {c['coverage_n']} "
+            f"| {fmt(c['time_saved_pct'])} / {fmt(c['traffic_saved_pct'])} "
             f"| error {_mark(ok['error'])}, spread {_mark(ok['spread'])}, "
             f"coverage {_mark(ok['coverage'])} |")
     sv = savings(rows)
