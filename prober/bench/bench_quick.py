@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "prober" / "lab"))
 import labctl  # noqa: E402
 
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
+PROBER = QUICKPROBE     # --prober: bench a candidate build without installing it
 BENCH_DIR = ROOT / "prober" / "bench"
 RUNS_DIR = ROOT / "test-artifacts" / "bench-quick"
 NOTES = ROOT / ".coord" / "detector-notes.md"
@@ -143,7 +144,7 @@ def parse_events(text: str) -> list[dict]:
 
 
 def run_prober(lab: labctl.Lab, row: Row, mode: str, seconds: int, log: Path) -> list[dict]:
-    argv = [str(QUICKPROBE), "-c", lab.far_addr, "-p", str(lab.port), "--json",
+    argv = [str(PROBER), "-c", lab.far_addr, "-p", str(lab.port), "--json",
             "--mode", mode, "-t", str(seconds), "-C", row.cc, "-P", str(row.streams)]
     if row.path.server == "iperf2":
         argv.append("--iperf2")
@@ -169,7 +170,7 @@ def final(events: list[dict]) -> dict:
 def prober_build() -> str:
     """Short hash of the quickprobe binary: the prober is rebuilt while others work, and a
     report must not mix builds without saying so."""
-    return hashlib.sha256(QUICKPROBE.read_bytes()).hexdigest()[:12]
+    return hashlib.sha256(PROBER.read_bytes()).hexdigest()[:12]
 
 
 def run_file(runs_dir: Path, row: Row, mode: str, i: int) -> Path:
@@ -742,6 +743,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where the report goes")
     ap.add_argument("--runs-dir", type=Path, default=RUNS_DIR,
                     help=f"where the raw JSON Lines of every run go (default {RUNS_DIR})")
+    ap.add_argument("--prober", type=Path, default=QUICKPROBE,
+                    help=f"the quickprobe binary to measure (default {QUICKPROBE})")
     ap.add_argument("--reuse", action="store_true",
                     help="rebuild the report from the runs kept in --runs-dir (no traffic)")
     a = ap.parse_args(argv)
@@ -755,8 +758,10 @@ def main(argv=None) -> int:
     reason = None if a.reuse else labctl.lab_unavailable_reason()
     if reason:
         raise SystemExit(f"bench_quick: {reason}")
-    if not a.reuse and not QUICKPROBE.exists():
-        raise SystemExit(f"bench_quick: {QUICKPROBE} is not built: run `make prober`")
+    global PROBER
+    PROBER = a.prober.resolve()
+    if not a.reuse and not PROBER.exists():
+        raise SystemExit(f"bench_quick: {PROBER} is not built: run `make prober`")
     a.runs_dir.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -776,7 +781,8 @@ def main(argv=None) -> int:
     meta = {"command": "make bench-quick" + (" FULL=1" if a.full else "")
             + (f" (--only {a.only})" if a.only else "")
             + (f" (--seconds {a.seconds})" if a.seconds != 20 else "")
-            + (f" (--runs {a.runs})" if a.runs != 3 else ""),
+            + (f" (--runs {a.runs})" if a.runs != 3 else "")
+            + (f" (--prober {a.prober})" if PROBER != QUICKPROBE else ""),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "wall_s": time.monotonic() - t0, "kernel": os.uname().release, "seconds": a.seconds,
             "runs": a.runs}
