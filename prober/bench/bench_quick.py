@@ -576,18 +576,18 @@ def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> d
 # ---------------------------------------------------------------- misses
 
 
-def series_excerpt(events: list[dict], around_t: float | None, rtt_s: float) -> list[str]:
-    """The sample series a detector sees, one line per ~2 RTT, around its decision."""
-    samples = [e for e in events if e["event"] == "sample"]
+def series_excerpt(events: list[dict], t0: float | None, t1: float | None, max_lines: int = 30) -> list[str]:
+    """The sample series a detector sees from 0.5 s before t0 to 0.5 s after t1 (slow-start
+    end and the quick window's end), at most max_lines lines, evenly spaced."""
+    samples = [e for e in events if e["event"] == "sample" and e.get("streams")]
     if not samples:
         return ["(no samples)"]
-    dt = (samples[-1]["t"] - samples[0]["t"]) / max(1, len(samples) - 1) or 0.02
-    step = max(1, int(2 * rtt_s / dt))
-    centre = around_t if around_t is not None else samples[-1]["t"]
+    t0 = samples[-1]["t"] if t0 is None else t0
+    t1 = max(t0, t1 or t0)
+    span = [s for s in samples if t0 - 0.5 <= s["t"] <= t1 + 0.5] or samples[-max_lines:]
+    step = max(1, math.ceil(len(span) / max_lines))
     lines = ["t_s    cwnd_KB  ssthresh_KB  rtt_ms  deliv_Mbps  inst_Mbps  in_ss  retrans"]
-    for s in samples[::step]:
-        if abs(s["t"] - centre) > 12 * rtt_s + 1.5 or not s.get("streams"):
-            continue
+    for s in span[::step]:
         st = s["streams"][0]
         lines.append(f"{s['t']:5.2f}  {st['cwnd_bytes'] / 1e3:8.0f}  "
                      f"{(st.get('ssthresh_bytes') or 0) / 1e3:11.0f}  {st['rtt_us'] / 1e3:6.1f}  "
@@ -619,8 +619,9 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
                 (f"Worst: {worst['kind']} run {worst['run']}: estimate {fmt(worst.get('estimate_mbps'))} "
                 f"+/- {fmt(worst.get('ci_pct'))} % over {fmt(worst.get('window_s'), 2)} s, "
                 f"{worst['status']}, rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s. "
-                "Series (stream 1, every ~2 RTT):"), "", "```",
-                *series_excerpt(events, worst.get("ss_end_s"), row.path.rtt_ms / 1e3), "```", ""]
+                "Series (stream 1) from 0.5 s before slow-start end to 0.5 s after the window:"), "", "```",
+                *series_excerpt(events, worst.get("ss_end_s"),
+                                (worst.get("ss_end_s") or 0) + (worst.get("window_s") or 1.0)), "```", ""]
     return out
 
 
