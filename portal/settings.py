@@ -140,6 +140,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Errors in words: a 405 names the allowed methods; HEAD is answered as GET.
+    "portal.measure.errors.explain_method_not_allowed",
+    "portal.measure.errors.head_as_get",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -9,3 +9,7 @@ urlpatterns = [
     path("api/v1/", include("portal.measure.api_urls")),
     path("", include("portal.measure.urls")),
 ]
+
+# Errors in words (JSON under /api/, a page elsewhere): portal/measure/errors.py.
+handler400 = "portal.measure.errors.bad_request"
+handler404 = "portal.measure.errors.page_not_found"

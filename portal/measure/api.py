@@ -1,20 +1,31 @@
-"""The JSON API, /api/v1/. Bearer-token auth (manage.py issue_token USERNAME) on every endpoint
-but the OpenAPI schema. A measurement's <id> is its slug, the same unguessable id as the
-permalink /m/<slug>/: numeric ids would let anyone count and walk everyone's results."""
-import datetime
-import functools
-import json
+"""The JSON API, /api/v1/, on django-ninja. Bearer-token auth (manage.py issue_token USERNAME)
+on every endpoint but the OpenAPI schema. A measurement's <id> is its slug, the same
+unguessable id as the permalink /m/<slug>/: numeric ids would let anyone count and walk
+everyone's results.
 
-from django.core.exceptions import ValidationError
-from django.http import JsonResponse
+The Schemas below are the API's one description: ninja validates requests against them and
+generates /api/v1/openapi.json from them. They check shape and types (which parameters exist,
+scalars only); the values are checked by MeasurementForm, the one validator shared with the
+request page, whose constants (ranges, modes) the Schema's documentation is built from.
+Every error, ninja's own included, answers {"errors": {field: [message]}}.
+"""
+import datetime
+import json
+from typing import Any, Dict, List, Optional, Union
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
+from django.http import Http404, JsonResponse
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.security import HttpBearer
+from pydantic import ConfigDict, Field, StrictFloat, StrictInt, StrictStr, create_model
 
 from . import progress
-from .csvexport import csv_response, measurement_csv_rows
-from .forms import MeasurementForm
+from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
+from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
 from .services import request_measurement
 
@@ -25,45 +36,268 @@ RESULT_FIELDS = (
     "window_given_bytes", "congestion_used", "time_saved_pct", "traffic_saved_pct", "full_time_s",
     "full_bytes_estimate", "validate_quick_bps", "validate_error_pct",
 )
+CSV_PARAMS = ("site",) + PERIOD_PARAMS
+BODY_EXAMPLE = '{"site": "<slug>", "mode": "quick"}'
 
 
-def errors(status, **fields):
-    return JsonResponse({"errors": {name: [message] for name, message in fields.items()}}, status=status)
+class ApiError(HttpError):
+    """An answer in the API's error shape: status and {field: message}."""
+
+    def __init__(self, status, **fields):
+        super().__init__(status, "; ".join(fields.values()))
+        self.fields = fields
 
 
-def _authenticate(request):
-    header = request.headers.get("Authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        return None, "missing credentials: send the header 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME)."
-    token = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(key.strip())).first()
-    if token is None or not token.user.is_active:
-        return None, "invalid token: it is unknown, revoked or its user is inactive; issue a new one with manage.py issue_token."
-    if token.last_used is None or timezone.now() - token.last_used > datetime.timedelta(minutes=1):
-        ApiToken.objects.filter(pk=token.pk).update(last_used=timezone.now())
-    return token.user, None
+def errors_body(**fields):
+    return {"errors": {name: [message] for name, message in fields.items()}}
 
 
-def token_required(view):
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        user, problem = _authenticate(request)
-        if user is None:
-            response = errors(401, authorization=problem)
-            response["WWW-Authenticate"] = 'Bearer realm="api"'
-            return response
-        request.user = user
-        return view(request, *args, **kwargs)
+# --- authentication -------------------------------------------------------------------------
 
-    return csrf_exempt(wrapper)
+MISSING_TOKEN = ("missing credentials: send the header 'Authorization: Bearer <token>' "
+                 "(python manage.py issue_token USERNAME).")
+INVALID_TOKEN = ("invalid token: it is unknown, revoked or its user is inactive; "
+                 "issue a new one with manage.py issue_token.")
+
+
+class BearerToken(HttpBearer):
+    """An ApiToken in 'Authorization: Bearer <token>'; the two kinds of failure get their own
+    message (ninja's HttpBearer alone would say 'Unauthorized' to both)."""
+
+    def __call__(self, request):
+        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise ApiError(401, authorization=MISSING_TOKEN)
+        return self.authenticate(request, key.strip())
+
+    def authenticate(self, request, token):
+        row = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.hash_key(token)).first()
+        if row is None or not row.user.is_active:
+            raise ApiError(401, authorization=INVALID_TOKEN)
+        # Written at most once a minute: a busy client must not turn every read into a write.
+        if row.last_used is None or timezone.now() - row.last_used > datetime.timedelta(minutes=1):
+            ApiToken.objects.filter(pk=row.pk).update(last_used=timezone.now())
+        return row.user
+
+
+# --- request bodies -------------------------------------------------------------------------
+
+class BodyParser(Parser):
+    """A JSON object or a form (url-encoded or multipart), like the request page posts."""
+
+    FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+    def parse_body(self, request):
+        if request.content_type in self.FORMS:
+            return request.POST.dict()
+        if request.content_type != "application/json":
+            raise ApiError(415, body=f"Content-Type {request.content_type or '(none)'!r} is not accepted: send "
+                                     "application/json (or a form, application/x-www-form-urlencoded).")
+        try:
+            data = json.loads(request.body)
+        except RecursionError:
+            raise ApiError(400, body="the body is not valid JSON (nested too deeply); send a flat object such as "
+                                     f"{BODY_EXAMPLE}.") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, body=f"the body is not valid JSON ({exc}); send an object such as "
+                                     f"{BODY_EXAMPLE}.") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, body="the body must be a JSON object of measurement parameters.")
+        return data
+
+
+# A parameter's value as the form reads it: text or a number (JSON true, objects and lists are
+# refused here, with the message in _validation_message).
+Scalar = Optional[Union[StrictStr, StrictInt, StrictFloat]]
+
+
+class MeasurementRequest(Schema):
+    model_config = ConfigDict(extra="forbid", title="MeasurementRequest")
+
+    site: Union[StrictStr, StrictInt] = Field(description="Slug of a registered, enabled site (GET /sites).")
+    vantage: Scalar = Field(None, description="Vantage name; optional when only one is enabled.")
+    mode: Scalar = Field(None, json_schema_extra={"enum": list(MODES), "default": DEFAULTS["mode"]})
+    duration_s: Scalar = Field(None, description="Seconds: a full run's length and quick mode's limit.",
+                               json_schema_extra={"minimum": DURATION_RANGE[0], "maximum": DURATION_RANGE[1],
+                                                  "default": DEFAULTS["duration_s"]})
+    streams: Scalar = Field(None, description="Parallel TCP streams.",
+                            json_schema_extra={"minimum": STREAMS_RANGE[0], "maximum": STREAMS_RANGE[1],
+                                               "default": DEFAULTS["streams"]})
+    window: Scalar = Field(None, description="Socket buffer; K/M are 1024-based; 4K to 16M; omit for the kernel "
+                                             "default.", json_schema_extra={"pattern": f"^{SIZE_PATTERN}$"})
+    congestion: Scalar = Field(None, description="One of the vantage's congestion_controls; omit for its default.")
+
+
+# --- responses ------------------------------------------------------------------------------
+
+class Errors(Schema):
+    errors: Dict[str, List[str]] = Field(examples=[{"duration_s": ["duration_s 0 is out of range: allowed 1 to 60 "
+                                                                    "seconds."]}])
+
+
+class SiteOut(Schema):
+    slug: str
+    name: str
+    host: str
+    port: int
+    protocol: str
+    location: str
+
+
+class SitesOut(Schema):
+    sites: List[SiteOut]
+
+
+class VantageOut(Schema):
+    name: str
+    description: str
+    kernel: str
+    congestion_controls: List[str]
+    last_seen: Optional[datetime.datetime]
+
+
+class VantagesOut(Schema):
+    vantages: List[VantageOut]
+
+
+class Created(Schema):
+    id: str
+    slug: str
+    status: str
+    permalink: str
+
+
+def _python_type(field_name):
+    """The Python type of a result column, read from the model: the API declares what is stored."""
+    kind = Measurement._meta.get_field(field_name).get_internal_type()
+    if kind == "BooleanField":
+        return bool
+    if kind == "FloatField":
+        return float
+    if kind.endswith("IntegerField"):
+        return int
+    return str
+
+
+Results = create_model("Results", __base__=Schema,
+                       **{name: (Optional[_python_type(name)], None) for name in RESULT_FIELDS})
+
+
+class Progress(Schema):
+    model_config = ConfigDict(extra="allow")
+    phase: str
+    elapsed_s: float
+    samples: List[Dict[str, Any]]
+
+
+class MeasurementOut(Schema):
+    id: str
+    slug: str
+    status: str
+    permalink: str
+    site: str
+    vantage: str
+    mode: str
+    duration_s: int
+    streams: int
+    window_bytes: Optional[int]
+    congestion: str
+    created_at: str = Field(json_schema_extra={"format": "date-time"})
+    started_at: Optional[str] = Field(json_schema_extra={"format": "date-time"})
+    finished_at: Optional[str] = Field(json_schema_extra={"format": "date-time"})
+    failure_code: str
+    failure_reason: str
+    headline_bps: Optional[float]
+    results: Optional[Results] = Field(description="When status is done; units as in prober/EVENTS.md.")
+    progress: Optional[Progress] = Field(description="While queued or running.")
+
+
+Series = List[Optional[Union[int, float]]]
+
+
+class TraceStream(Schema):
+    model_config = ConfigDict(extra="allow")
+    id: int
+    cwnd_bytes: Series
+    ssthresh_bytes: Series
+    rtt_us: Series
+    bytes_acked: Series
+    total_retrans: Series
+
+
+class Trace(Schema):
+    model_config = ConfigDict(extra="allow")
+    t: Series
+    inst_bps: Series
+    cumu_bps: Series
+    cwnd_bytes: Series
+    streams: List[TraceStream]
+    slow_start_end_s: Optional[float] = None
+
+
+class CsvQuery(Schema):
+    site: Optional[str] = Field(None, description="A site slug (GET /sites).")
+    since: Optional[str] = Field(None, description="YYYY-MM-DD (from that day's start, UTC) or ISO 8601 datetime "
+                                                   "(inclusive).")
+    until: Optional[str] = Field(None, description="YYYY-MM-DD (through the end of that day, UTC) or ISO 8601 "
+                                                   "datetime (inclusive).")
+
+
+# --- the API --------------------------------------------------------------------------------
+
+class PortalAPI(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        # Paths relative to the server URL /api/v1, as the schema has always listed them.
+        return super().get_openapi_schema(path_prefix="", path_params=path_params)
+
+
+api = PortalAPI(
+    title="quickprobe portal API", version="1", urls_namespace="api", auth=BearerToken(), parser=BodyParser(),
+    description="Achievable TCP throughput tests against registered iperf servers. "
+                "Authenticate with 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME).",
+    servers=[{"url": "/api/v1"}], docs_url="/docs",
+)
+UNAUTHORIZED = {401: Errors}
+
+
+@api.get("/sites", response={200: SitesOut, **UNAUTHORIZED}, summary="Registered, enabled sites")
+def sites(request):
+    rows = Site.objects.filter(enabled=True).order_by("slug").values("slug", "name", "host", "port", "protocol",
+                                                                    "location")
+    return {"sites": list(rows)}
+
+
+@api.get("/vantages", response={200: VantagesOut, **UNAUTHORIZED},
+         summary="Enabled vantages (prober hosts)")
+def vantages(request):
+    rows = Vantage.objects.filter(enabled=True).order_by("name").values("name", "description", "kernel",
+                                                                        "congestion_controls", "last_seen")
+    return {"vantages": list(rows)}
+
+
+@api.post("/measurements", response={201: Created, 400: Errors, 413: Errors, 415: Errors, **UNAUTHORIZED},
+          summary="Request a measurement", openapi_extra={"requestBody": {"content": {
+              "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/MeasurementRequest"}}}}})
+def measurements(request, payload: MeasurementRequest):
+    data = payload.model_dump(exclude_unset=True)
+    # One creation path: the same form and service as the request page.
+    form = MeasurementForm(data={name: "" if value is None else str(value) for name, value in data.items()})
+    if not form.is_valid():
+        return Status(400, {"errors": {field: [e["message"] for e in errs]
+                                       for field, errs in form.errors.get_json_data().items()}})
+    m = request_measurement(form, request.auth)
+    response = JsonResponse({"id": m.slug, "slug": m.slug, "status": m.status,
+                             "permalink": request.build_absolute_uri(m.get_absolute_url())}, status=201)
+    response["Location"] = f"/api/v1/measurements/{m.slug}"
+    return response
 
 
 def _get_measurement(slug):
-    return Measurement.objects.select_related("site", "vantage").defer("result").filter(slug=slug).first()
-
-
-def _not_found(slug):
-    return errors(404, id=f"no measurement with id {slug!r}: ids are the slugs returned by POST /api/v1/measurements.")
+    m = Measurement.objects.select_related("site", "vantage").defer("result").filter(slug=slug).first()
+    if m is None:
+        raise ApiError(404, id=f"no measurement with id {slug!r}: ids are the slugs returned by "
+                               "POST /api/v1/measurements.")
+    return m
 
 
 def _iso(value):
@@ -71,7 +305,7 @@ def _iso(value):
 
 
 def measurement_json(request, m):
-    data = {
+    return {
         "id": m.slug, "slug": m.slug, "status": m.status,
         "permalink": request.build_absolute_uri(m.get_absolute_url()),
         "site": m.site.slug, "vantage": m.vantage.name, "mode": m.mode, "duration_s": m.duration_s,
@@ -82,148 +316,111 @@ def measurement_json(request, m):
         "results": {name: getattr(m, name) for name in RESULT_FIELDS} if m.status == "done" else None,
         "progress": progress.read(m.pk) if not m.is_finished else None,
     }
-    return data
 
 
-@require_GET
-@token_required
-def sites(request):
-    rows = Site.objects.filter(enabled=True).order_by("slug").values("slug", "name", "host", "port", "protocol", "location")
-    return JsonResponse({"sites": list(rows)})
+@api.get("/measurements/{id}", response={200: MeasurementOut, 404: Errors, **UNAUTHORIZED},
+         summary="Status and results", url_name="measurement")
+def measurement_detail(request, id: str):
+    return measurement_json(request, _get_measurement(id))
 
 
-@require_GET
-@token_required
-def vantages(request):
-    rows = Vantage.objects.filter(enabled=True).order_by("name").values("name", "description", "kernel",
-                                                                        "congestion_controls", "last_seen")
-    return JsonResponse({"vantages": list(rows)})
+@api.get("/measurements/{id}/trace", response={200: Trace, 404: Errors, **UNAUTHORIZED},
+         summary="The per-sample trace (once done)", url_name="trace", exclude_unset=True)
+def measurement_trace(request, id: str):
+    m = _get_measurement(id)
+    trace = MeasurementTrace.objects.filter(pk=m.pk).first()
+    if trace is None:
+        raise ApiError(404, trace=f"measurement {m.slug} has no trace: its status is {m.status}; "
+                                  "a trace exists once the status is done.")
+    return trace.to_dict()
 
 
-def _request_data(request):
-    """The POST body as a flat dict: JSON object or form-encoded. Raises ValueError."""
-    if request.content_type == "application/json":
-        try:
-            data = json.loads(request.body or b"{}")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"the body is not valid JSON ({exc}); send an object such as "
-                             '{"site": "<slug>", "mode": "quick"}.') from None
-        if not isinstance(data, dict):
-            raise ValueError("the body must be a JSON object of measurement parameters.")
-        return data
-    return request.POST.dict()
-
-
-@require_http_methods(["POST"])
-@token_required
-def measurements(request):
+@api.get("/measurements.csv", response={200: str, 400: Errors, **UNAUTHORIZED},
+         summary="Measurements as CSV, oldest first, streamed", url_name="measurements_csv",
+         openapi_extra={"responses": {"200": {"content": {"text/csv": {"schema": {"type": "string"}}}}}})
+def measurements_csv(request, filters: Query[CsvQuery]):
+    """All measurements (oldest first) as CSV, optionally of one site and within [since, until]."""
+    problems = {name: [f"unknown parameter {name!r}: allowed are {', '.join(CSV_PARAMS)}."]
+                for name in sorted(set(request.GET) - set(CSV_PARAMS))}
+    queryset = Measurement.objects.all()
+    site_slug = (filters.site or "").strip()
+    if site_slug:
+        site = Site.objects.filter(slug=site_slug).first() if "\x00" not in site_slug else None
+        if site is None:
+            problems["site"] = [f"unknown site {site_slug[:64]!r}: use a slug from /api/v1/sites."]
+        queryset = queryset.filter(site=site)
     try:
-        data = _request_data(request)
-    except ValueError as exc:
-        return errors(400, body=str(exc))
-    unknown = sorted(set(data) - set(FORM_FIELDS))
-    if unknown:
-        allowed = ", ".join(FORM_FIELDS)
-        return JsonResponse({"errors": {name: [f"unknown parameter {name!r}: allowed are {allowed}."] for name in unknown}},
-                            status=400)
-    bad_types = [name for name, value in data.items() if isinstance(value, (dict, list, bool))]
-    if bad_types:
-        return JsonResponse({"errors": {name: [f"{name} must be a string or a number."] for name in bad_types}}, status=400)
-    form = MeasurementForm(data={k: "" if v is None else str(v) for k, v in data.items()})
-    if not form.is_valid():
-        return JsonResponse({"errors": {field: [e["message"] for e in errs] for field, errs in form.errors.get_json_data().items()}},
-                            status=400)
-    try:
-        m = request_measurement(form, request.user)
-    except ValidationError as exc:  # only if the data changed between the two validations
-        return JsonResponse({"errors": exc.message_dict}, status=400)
-    response = JsonResponse({"id": m.slug, "slug": m.slug, "status": m.status,
-                             "permalink": request.build_absolute_uri(m.get_absolute_url())}, status=201)
-    response["Location"] = f"/api/v1/measurements/{m.slug}"
+        period = parse_period(request.GET)
+    except BadQuery as exc:
+        problems.update(exc.errors)
+    if problems:
+        return Status(400, {"errors": problems})
+    name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
+    return measurement_csv_response(queryset, period, name)
+
+
+# --- errors: every answer in the one shape --------------------------------------------------
+
+def _error_response(status, errors):
+    return api.create_response(None, {"errors": errors}, status=status)
+
+
+def _api_error(request, exc):
+    response = _error_response(exc.status_code, {name: [message] for name, message in exc.fields.items()})
+    if exc.status_code == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
 
 
-@require_GET
-@token_required
-def measurement_detail(request, slug):
-    m = _get_measurement(slug)
-    if m is None:
-        return _not_found(slug)
-    return JsonResponse(measurement_json(request, m))
+def _http_error(request, exc):
+    # ninja wraps whatever the body parser raised into HttpError(400, "Cannot parse request body").
+    cause = exc.__cause__
+    if isinstance(cause, ApiError):
+        return _api_error(request, cause)
+    if isinstance(cause, SuspiciousOperation):
+        return _suspicious(request, cause)
+    return _error_response(exc.status_code, {"request": [str(exc)]})
 
 
-@require_GET
-@token_required
-def measurement_trace(request, slug):
-    m = _get_measurement(slug)
-    if m is None:
-        return _not_found(slug)
-    trace = MeasurementTrace.objects.filter(pk=m.pk).first()
-    if trace is None:
-        return errors(404, trace=f"measurement {slug} has no trace: its status is {m.status}; "
-                                 "a trace exists once the status is done.")
-    return JsonResponse(trace.to_dict())
+def _suspicious(request, exc):
+    if isinstance(exc, RequestDataTooBig):
+        return _error_response(413, {"body": [
+            f"the body is {request.META.get('CONTENT_LENGTH') or 'too many'} bytes: at most "
+            f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed."]})
+    if isinstance(exc, TooManyFieldsSent):
+        return _error_response(400, {"body": [
+            f"too many form fields: at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are allowed; "
+            f"the parameters are {', '.join(FORM_FIELDS)}."]})
+    return _error_response(400, {"request": [str(exc)]})
 
 
-def _parse_bound(name, value):
-    """(moment, lookup) for a CSV date filter. A date (YYYY-MM-DD) means whole UTC days, both
-    ends inclusive: since from its midnight, until up to the next midnight (exclusive). An ISO
-    8601 datetime is inclusive at both ends; naive means UTC."""
-    value = value.strip()
-    moment = parse_datetime(value) if "T" in value or " " in value else None
-    if moment is not None:
-        lookup = "gte" if name == "since" else "lte"
-    else:
-        try:
-            day = parse_date(value)
-        except ValueError:
-            day = None
-        if day is None:
-            raise ValueError(f"{name} {value!r} is not a date: use YYYY-MM-DD or an ISO 8601 datetime "
-                             "such as 2026-11-22T08:00:00Z.")
-        if name == "until":
-            day += datetime.timedelta(days=1)
-        moment = datetime.datetime.combine(day, datetime.time.min)
-        lookup = "gte" if name == "since" else "lt"
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, datetime.timezone.utc)
-    return moment, lookup
+def _validation_message(error):
+    kind, loc = error["type"], error["loc"]
+    field = str(loc[2]) if loc[:1] == ("body",) and len(loc) > 2 else str(loc[-1])
+    if kind == "extra_forbidden":
+        return field, f"unknown parameter {field!r}: allowed are {', '.join(FORM_FIELDS)}."
+    if kind == "missing" and field in ("payload", "site"):
+        return "site", MeasurementForm.base_fields["site"].error_messages["required"]
+    if loc[:1] == ("body",):
+        return field, f"{field} must be a string or a number."
+    return field, f"{field}: {error['msg']}"
 
 
-@require_GET
-@token_required
-def measurements_csv(request):
-    """All measurements (oldest first) as CSV, optionally of one site and within [since, until].
-    until given as a date includes that whole day. Streams rows from a server-side cursor."""
-    allowed = {"site", "since", "until"}
-    problems = {name: [f"unknown parameter {name!r}: allowed are site, since, until."]
-                for name in sorted(set(request.GET) - allowed)}
-    queryset = Measurement.objects.order_by("created_at", "pk")
-    site_slug = request.GET.get("site", "").strip()
-    if site_slug:
-        site = Site.objects.filter(slug=site_slug).first()
-        if site is None:
-            problems["site"] = [f"unknown site {site_slug!r}: use a slug from /api/v1/sites."]
-        queryset = queryset.filter(site=site)
-    bounds = {}
-    for name in ("since", "until"):
-        if request.GET.get(name, "").strip():
-            try:
-                bounds[name] = _parse_bound(name, request.GET[name])
-            except ValueError as exc:
-                problems[name] = [str(exc)]
-    if "since" in bounds and "until" in bounds and bounds["since"][0] >= bounds["until"][0]:
-        problems["until"] = ["until must be later than since."]
-    if problems:
-        return JsonResponse({"errors": problems}, status=400)
-    for moment, lookup in bounds.values():
-        queryset = queryset.filter(**{f"created_at__{lookup}": moment})
-    name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
-    return csv_response(measurement_csv_rows(queryset), name)
+def _validation_error(request, exc):
+    errors = {}
+    for error in exc.errors:
+        field, message = _validation_message(error)
+        if message not in errors.setdefault(field, []):
+            errors[field].append(message)
+    return _error_response(400, errors)
 
 
-@require_GET
-def openapi(request):
-    from .openapi import schema
+def _not_found(request, exc):
+    return _error_response(404, {"path": [f"{request.path} is not an API endpoint: see /api/v1/openapi.json."]})
 
-    return JsonResponse(schema())
+
+api.add_exception_handler(ApiError, _api_error)
+api.add_exception_handler(HttpError, _http_error)
+api.add_exception_handler(ValidationError, _validation_error)
+api.add_exception_handler(SuspiciousOperation, _suspicious)
+api.add_exception_handler(Http404, _not_found)

@@ -10,23 +10,37 @@ STREAMS_RANGE = (1, 16)
 WINDOW_MIN = 4 * 1024
 WINDOW_MAX = 16 * 1024 * 1024
 DEFAULTS = {"mode": "quick", "duration_s": 10, "streams": 1}
+MODES = tuple(value for value, _ in MODE_CHOICES)
 
-_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([KkMm]?)\s*$")
+# The portal's one size grammar: a whole number of bytes, optionally K or M (1024-based, as
+# iperf reads -w). SIZE_PATTERN is also the request page's <input pattern> and the OpenAPI
+# schema's, so the browser, the schema and this parser cannot disagree.
+_NUMBER, _UNIT = "[0-9]+", "[KkMm]?"
+SIZE_PATTERN = rf"\s*{_NUMBER}\s*{_UNIT}\s*"
+SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 * 1024}
+_SIZE_RE = re.compile(rf"\s*({_NUMBER})\s*({_UNIT})\s*", re.ASCII)
+
+
+def parse_size(text):
+    """'64K' -> 65536 bytes. Raises ValueError when text does not follow SIZE_PATTERN."""
+    match = _SIZE_RE.fullmatch(str(text))
+    if not match:
+        raise ValueError(f"{str(text)!r} is not a size")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]
 
 
 def parse_window(text):
-    """'64K' -> 65536. K and M are 1024-based, as iperf reads -w. Raises ValueError with the
-    reason; blank means the kernel's default (None)."""
+    """The window field: a size from 4K to 16M; blank means the kernel's default (None).
+    Raises ValueError with the reason."""
     if text is None or not str(text).strip():
         return None
-    match = _WINDOW_RE.match(str(text))
-    if not match:
+    try:
+        value = parse_size(text)
+    except ValueError:
         raise ValueError(
             f"window {str(text)!r} is not a size: write a whole number of bytes, optionally followed by "
             f"K or M (1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"
-        )
-    number, suffix = int(match.group(1)), match.group(2).upper()
-    value = number * {"": 1, "K": 1024, "M": 1024 * 1024}[suffix]
+        ) from None
     if not WINDOW_MIN <= value <= WINDOW_MAX:
         raise ValueError(f"window {str(text).strip()} = {value} bytes is out of range: allowed 4K (4096) to 16M (16777216)")
     return value
@@ -43,7 +57,8 @@ def format_window(value):
 
 
 class MeasurementForm(forms.Form):
-    site = forms.CharField(required=True, help_text="The site's slug.")
+    site = forms.CharField(required=True, help_text="The site's slug.", error_messages={
+        "required": "site is required: give the slug of a registered site (GET /api/v1/sites)."})
     vantage = forms.CharField(required=False, help_text="The vantage's name; optional when only one is enabled.")
     mode = forms.CharField(required=False, help_text="quick (default), full or validate.")
     duration_s = forms.CharField(required=False, help_text="1-60 s (default 10): a full run's length and quick mode's limit.")
@@ -53,7 +68,6 @@ class MeasurementForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["site"].error_messages["required"] = "site is required: give the slug of a registered site (GET /api/v1/sites)."
         # Text fields validated by hand (so each message names what is allowed), rendered as
         # selects for the page.
         sites = Site.objects.filter(enabled=True).order_by("name")
@@ -64,7 +78,7 @@ class MeasurementForm(forms.Form):
         self.fields["mode"].widget = forms.Select(choices=MODE_CHOICES)
         self.fields["duration_s"].widget = forms.NumberInput(attrs={"min": DURATION_RANGE[0], "max": DURATION_RANGE[1]})
         self.fields["streams"].widget = forms.NumberInput(attrs={"min": STREAMS_RANGE[0], "max": STREAMS_RANGE[1]})
-        self.fields["window"].widget = forms.TextInput(attrs={"placeholder": "kernel default", "pattern": r"\d+[KkMm]?"})
+        self.fields["window"].widget = forms.TextInput(attrs={"placeholder": "kernel default", "pattern": SIZE_PATTERN})
         controls = sorted({c for v in vantages for c in (v.congestion_controls or [])})
         self.fields["congestion"].widget = forms.Select(choices=[("", "vantage default")] + [(c, c) for c in controls])
         for name, value in DEFAULTS.items():
@@ -101,8 +115,7 @@ class MeasurementForm(forms.Form):
 
     def clean_mode(self):
         mode = self.cleaned_data["mode"].strip() or DEFAULTS["mode"]
-        allowed = [value for value, _ in MODE_CHOICES]
-        if mode not in allowed:
+        if mode not in MODES:
             raise forms.ValidationError(f"mode {mode!r} is not allowed: choose quick, full or validate.")
         return mode
 
