@@ -34,11 +34,12 @@ def head_as_get(get_response):
 
 
 def explain_method_not_allowed(get_response):
-    """Middleware: a 405 names the method and the ones allowed (Django sends an empty body)."""
+    """Middleware: a 405 names the method and the ones allowed (Django's decorators send an
+    empty body, ninja "Method not allowed")."""
 
     def middleware(request):
         response = get_response(request)
-        if response.status_code != 405 or getattr(response, "streaming", False) or response.content:
+        if response.status_code != 405 or response.get("Content-Type", "").startswith("application/json"):
             return response
         allowed = response.get("Allow", "")
         explained = _answer(request, 405, "method", f"{request.method} is not allowed on {request.path}: "

@@ -83,6 +83,10 @@ class MeasurementForm(forms.Form):
         self.fields["congestion"].widget = forms.Select(choices=[("", "vantage default")] + [(c, c) for c in controls])
         for name, value in DEFAULTS.items():
             self.fields[name].initial = value
+        for name, field in self.fields.items():
+            # Django's own text ("Null characters are not allowed.") names neither field nor rule.
+            field.error_messages["null_characters_not_allowed"] = (
+                f"{name} must not contain NUL characters: {field.help_text[0].lower()}{field.help_text[1:]}")
 
     def clean_site(self):
         slug = self.cleaned_data["site"].strip()
