@@ -17,7 +17,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.http import Http404, JsonResponse
 from django.utils import timezone
-from ninja import NinjaAPI, Query, Schema, Status
+from ninja import NinjaAPI, Query, Schema
+from ninja import Status as Answer  # status code + body (vocab.Status is a measurement's)
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
@@ -28,14 +29,9 @@ from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_
 from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
 from .services import request_measurement
+from .vocab import RESULT_FIELDS, Status
 
 FORM_FIELDS = tuple(MeasurementForm.base_fields)
-RESULT_FIELDS = (
-    "quick_mode_entered", "quick_bps", "cumulative_bps", "full_bps", "bytes_sent", "server_bytes", "elapsed_s",
-    "slow_start_end_s", "rule", "retransmits", "rtt_us", "min_rtt_us", "mss_bytes", "window_requested_bytes",
-    "window_given_bytes", "congestion_used", "time_saved_pct", "traffic_saved_pct", "full_time_s",
-    "full_bytes_estimate", "validate_quick_bps", "validate_error_pct",
-)
 CSV_PARAMS = ("site",) + PERIOD_PARAMS
 BODY_EXAMPLE = '{"site": "<slug>", "mode": "quick"}'
 
@@ -167,20 +163,11 @@ class Created(Schema):
     permalink: str
 
 
-def _python_type(field_name):
-    """The Python type of a result column, read from the model: the API declares what is stored."""
-    kind = Measurement._meta.get_field(field_name).get_internal_type()
-    if kind == "BooleanField":
-        return bool
-    if kind == "FloatField":
-        return float
-    if kind.endswith("IntegerField"):
-        return int
-    return str
-
-
+# The results object is declared from the one list of result fields (vocab.RESULT_FIELDS), so a
+# field added there is in the API and its schema with no change here.
+_PYTHON_TYPES = {"float": float, "bigint": int, "int": int, "bool": bool, "str": str}
 Results = create_model("Results", __base__=Schema,
-                       **{name: (Optional[_python_type(name)], None) for name in RESULT_FIELDS})
+                       **{f.name: (Optional[_PYTHON_TYPES[f.kind]], None) for f in RESULT_FIELDS})
 
 
 class Progress(Schema):
@@ -255,7 +242,7 @@ api = PortalAPI(
     title="quickprobe portal API", version="1", urls_namespace="api", auth=BearerToken(), parser=BodyParser(),
     description="Achievable TCP throughput tests against registered iperf servers. "
                 "Authenticate with 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME).",
-    servers=[{"url": "/api/v1"}], docs_url="/docs",
+    servers=[{"url": "/api/v1"}], docs_url=None,  # no docs page: Swagger UI needs scripts our CSP refuses
 )
 UNAUTHORIZED = {401: Errors}
 
@@ -283,7 +270,7 @@ def measurements(request, payload: MeasurementRequest):
     # One creation path: the same form and service as the request page.
     form = MeasurementForm(data={name: "" if value is None else str(value) for name, value in data.items()})
     if not form.is_valid():
-        return Status(400, {"errors": {field: [e["message"] for e in errs]
+        return Answer(400, {"errors": {field: [e["message"] for e in errs]
                                        for field, errs in form.errors.get_json_data().items()}})
     m = request_measurement(form, request.auth)
     response = JsonResponse({"id": m.slug, "slug": m.slug, "status": m.status,
@@ -313,7 +300,7 @@ def measurement_json(request, m):
         "created_at": _iso(m.created_at), "started_at": _iso(m.started_at), "finished_at": _iso(m.finished_at),
         "failure_code": m.failure_code, "failure_reason": m.failure_reason,
         "headline_bps": m.headline_bps,
-        "results": {name: getattr(m, name) for name in RESULT_FIELDS} if m.status == "done" else None,
+        "results": {f.name: getattr(m, f.name) for f in RESULT_FIELDS} if m.status == Status.DONE else None,
         "progress": progress.read(m.pk) if not m.is_finished else None,
     }
 
@@ -354,7 +341,7 @@ def measurements_csv(request, filters: Query[CsvQuery]):
     except BadQuery as exc:
         problems.update(exc.errors)
     if problems:
-        return Status(400, {"errors": problems})
+        return Answer(400, {"errors": problems})
     name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
     return measurement_csv_response(queryset, period, name)
 

@@ -53,8 +53,9 @@ def explain_method_not_allowed(get_response):
 def bad_request(request, exception=None):
     """handler400: what Django refused before any view ran (body size, field count)."""
     if isinstance(exception, RequestDataTooBig):
-        return _answer(request, 413, "body", f"the request body is {request.META.get('CONTENT_LENGTH') or 'too many'}"
-                                             f" bytes: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed.",
+        size = request.META.get("CONTENT_LENGTH") or "too many"
+        return _answer(request, 413, "body", f"the request body is {size} bytes: at most "
+                                             f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed.",
                        "Request too large")
     if isinstance(exception, TooManyFieldsSent):
         return _answer(request, 400, "body", f"the request has too many fields: at most "

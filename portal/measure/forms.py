@@ -3,14 +3,15 @@ import re
 
 from django import forms
 
-from .models import MODE_CHOICES, Site, Vantage
+from .models import Site, Vantage
+from .vocab import Mode
 
 DURATION_RANGE = (1, 60)
 STREAMS_RANGE = (1, 16)
 WINDOW_MIN = 4 * 1024
 WINDOW_MAX = 16 * 1024 * 1024
-DEFAULTS = {"mode": "quick", "duration_s": 10, "streams": 1}
-MODES = tuple(value for value, _ in MODE_CHOICES)
+DEFAULTS = {"mode": Mode.QUICK.value, "duration_s": 10, "streams": 1}
+MODES = tuple(Mode.values)
 
 # The portal's one size grammar: a whole number of bytes, optionally K or M (1024-based, as
 # iperf reads -w). SIZE_PATTERN is also the request page's <input pattern> and the OpenAPI
@@ -42,7 +43,8 @@ def parse_window(text):
             f"K or M (1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"
         ) from None
     if not WINDOW_MIN <= value <= WINDOW_MAX:
-        raise ValueError(f"window {str(text).strip()} = {value} bytes is out of range: allowed 4K (4096) to 16M (16777216)")
+        raise ValueError(f"window {str(text).strip()} = {value} bytes is out of range: "
+                         "allowed 4K (4096) to 16M (16777216)")
     return value
 
 
@@ -75,7 +77,7 @@ class MeasurementForm(forms.Form):
             (s.slug, f"{s.name} ({s.location})" if s.location else s.name) for s in sites])
         vantages = list(Vantage.objects.filter(enabled=True).order_by("name"))
         self.fields["vantage"].widget = forms.Select(choices=[(v.name, v.name) for v in vantages])
-        self.fields["mode"].widget = forms.Select(choices=MODE_CHOICES)
+        self.fields["mode"].widget = forms.Select(choices=Mode.choices)
         self.fields["duration_s"].widget = forms.NumberInput(attrs={"min": DURATION_RANGE[0], "max": DURATION_RANGE[1]})
         self.fields["streams"].widget = forms.NumberInput(attrs={"min": STREAMS_RANGE[0], "max": STREAMS_RANGE[1]})
         self.fields["window"].widget = forms.TextInput(attrs={"placeholder": "kernel default", "pattern": SIZE_PATTERN})

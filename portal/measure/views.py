@@ -3,9 +3,7 @@
 Domain work (creating and enqueuing a measurement, reading progress, packing traces) lives in
 models and plain modules; these functions only pick rows, check access and render.
 """
-import datetime
 import functools
-import re
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -16,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import history, progress
-from .csvexport import csv_response, measurement_csv_rows
+from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
@@ -289,30 +287,7 @@ def _page_number(raw):
 def site_measurements_csv(request, slug):
     site = get_object_or_404(Site, slug=slug)
     try:
-        since = _parse_day(request.GET, "since")
-        until = _parse_day(request.GET, "until")
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    if since and until and since > until:
-        return HttpResponseBadRequest(
-            f"since={since.isoformat()} is after until={until.isoformat()}: since must be on or before until.",
-            content_type="text/plain; charset=utf-8",
-        )
-    queryset = history.measurements_between(site, since, until)
-    return _csv_response(measurement_csv_rows(queryset), f"quickprobe-{site.slug}-measurements.csv")
-
-
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _parse_day(params, name):
-    raw = params.get(name, "")
-    if raw == "":
-        return None
-    # fromisoformat alone would also take "20260131" and week dates like "2026-W05-6".
-    if _DAY.fullmatch(raw):
-        try:
-            return datetime.date.fromisoformat(raw)
-        except ValueError:
-            pass
-    raise ValueError(f"{name}={raw!r} is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave {name} out.")
+        period = parse_period(request.GET)  # the same grammar and messages as the API's CSV
+    except BadQuery as exc:
+        return HttpResponseBadRequest(exc.text(), content_type="text/plain; charset=utf-8")
+    return measurement_csv_response(site.measurements.all(), period, f"quickprobe-{site.slug}-measurements.csv")

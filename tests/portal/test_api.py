@@ -176,3 +176,36 @@ def test_issue_token_command_creates_user_and_prints_token(db, capsys):
     assert ApiToken.objects.get(user=user).key_hash == ApiToken.hash_key(token)
     call_command("issue_token", "carol")
     assert ApiToken.objects.filter(user=user).count() == 2
+
+
+def test_api_schema_generated_from_the_declarations(client, db):
+    from portal.measure.forms import SIZE_PATTERN
+    from portal.measure.vocab import RESULT_FIELDS
+
+    schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    request = schemas["MeasurementRequest"]
+    assert request["required"] == ["site"] and request["additionalProperties"] is False
+    assert set(request["properties"]) == {"site", "vantage", "mode", "duration_s", "streams", "window", "congestion"}
+    assert request["properties"]["mode"]["enum"] == ["quick", "full", "validate"]
+    assert request["properties"]["window"]["pattern"] == f"^{SIZE_PATTERN}$"
+    assert list(schemas["Results"]["properties"]) == [f.name for f in RESULT_FIELDS]
+    assert schemas["Errors"]["properties"]["errors"]["additionalProperties"] == {"items": {"type": "string"},
+                                                                                "type": "array"}
+
+
+def test_api_results_carry_every_declared_result_field(api_client, done_measurement):
+    from portal.measure.vocab import RESULT_FIELDS
+
+    results = api_client.get(f"/api/v1/measurements/{done_measurement.slug}").json()["results"]
+    assert list(results) == [f.name for f in RESULT_FIELDS]
+    assert results["full_bytes_estimate"] == 11625000000 and results["congestion_used"] == "bbr"
+
+
+def test_api_post_goes_through_the_form_and_service(api_client, site, vantage, monkeypatch):
+    from portal.measure import api, services
+
+    seen = []
+    real = services.request_measurement
+    monkeypatch.setattr(api, "request_measurement", lambda form, user: seen.append(form) or real(form, user))
+    assert post_json(api_client, {"site": "loopback", "window": "64K"}).status_code == 201
+    assert type(seen[0]).__name__ == "MeasurementForm" and seen[0].cleaned_data["window"] == 65536

@@ -13,7 +13,6 @@ import pytest
 from django.test import Client
 
 from portal.measure.models import ApiToken, Measurement, Site, Vantage
-from tests import factories
 from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fixture)
 
 TEN_MB = 10 * 1024 * 1024
@@ -157,8 +156,8 @@ CASES = [
     Case("CSV unknown parameter", "get", CSV + "?sight=loopback", 400, "sight",
          ("unknown parameter 'sight'", "allowed are site, since, until")),
     # --- site CSV query strings (plain text) ------------------------------------------------
-    Case("site CSV since=yesterday", "get", SITE_CSV + "?since=yesterday", 400, None, ("since 'yesterday'", NOT_A_DATE),
-         who="anonymous"),
+    Case("site CSV since=yesterday", "get", SITE_CSV + "?since=yesterday", 400, None,
+         ("since 'yesterday'", NOT_A_DATE), who="anonymous"),
     Case("site CSV until=9999-12-31 (was 500: OverflowError)", "get", SITE_CSV + "?until=9999-12-31", 400, None,
          ("until '9999-12-31' is out of range", RANGE), who="anonymous"),
     Case("site CSV hour 25 in words", "get", SITE_CSV + "?since=2026-11-22T25:00", 400, None, (NOT_A_DATE,),
@@ -206,7 +205,8 @@ CASES = [
 def _stored():
     """Everything a bad request could change (token last_used is bookkeeping, not data)."""
     return (list(Measurement.objects.order_by("pk").values()), list(Site.objects.order_by("pk").values()),
-            list(Vantage.objects.order_by("pk").values()), list(ApiToken.objects.order_by("pk").values_list("key_hash")))
+            list(Vantage.objects.order_by("pk").values()),
+            list(ApiToken.objects.order_by("pk").values_list("key_hash")))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ HEADER = (
     "headline_bps,quick_mode_entered,quick_bps,cumulative_bps,full_bps,slow_start_end_s,rule,elapsed_s,bytes_sent,"
     "server_bytes,retransmits,rtt_us,min_rtt_us,mss_bytes,window_requested_bytes,window_given_bytes,"
     "congestion_used,time_saved_pct,traffic_saved_pct,validate_quick_bps,validate_error_pct,failure_code,"
-    "failure_reason\n"
+    "failure_reason\r\n"
 )
 
 
@@ -35,13 +35,13 @@ def rows(site, vantage):
 DONE_ROW = (
     "done-0301,loopback,local,quick,done,2026-03-01T12:00:00+00:00,2026-03-01T12:00:00+00:00,"
     "2026-03-01T12:00:02+00:00,10,1,262144,cubic,9300000000.0,true,9300000000.0,8100000000.0,,0.84,"
-    "paper_cwnd_stable,1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,\n"
+    "paper_cwnd_stable,1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,\r\n"
 )
 FAILED_ROW = (
     "fail-0302,loopback,local,quick,failed,2026-03-02T23:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,connect_refused,"
-    '"connect to 127.0.0.1 port 5201: ""refused"", sorry"\n'
+    '"connect to 127.0.0.1 port 5201: ""refused"", sorry"\r\n'
 )
-QUEUED_ROW = "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,\n"
+QUEUED_ROW = "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,\r\n"
 
 
 def _body(response):
@@ -84,13 +84,20 @@ def test_site_csv_other_sites_excluded(client, rows, make_site, vantage):
     assert "other-one" not in _body(client.get("/sites/loopback/measurements.csv"))
 
 
+# One grammar with the API's CSV (csvexport.parse_period). Until issue 10 the site CSV took dates
+# only and worded its errors "since='x' is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave
+# since out." and "since=A is after until=B: since must be on or before until."
+NOT_A_DATE = "is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as 2026-11-22T08:00:00Z."
+
+
 @pytest.mark.parametrize("query, message", [
-    ("since=2026-13-01", "since='2026-13-01' is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave since out."),
-    ("until=yesterday", "until='yesterday' is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave until out."),
-    ("since=20260301", "since='20260301' is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave since out."),
-    ("since=2026-W09-1", "since='2026-W09-1' is not a date: use YYYY-MM-DD (e.g. 2026-01-31), or leave since out."),
-    ("since=2026-03-05&until=2026-03-01",
-     "since=2026-03-05 is after until=2026-03-01: since must be on or before until."),
+    ("since=2026-13-01", f"since '2026-13-01' {NOT_A_DATE}"),
+    ("until=yesterday", f"until 'yesterday' {NOT_A_DATE}"),
+    ("since=20260301", f"since '20260301' {NOT_A_DATE}"),
+    ("since=2026-W09-1", f"since '2026-W09-1' {NOT_A_DATE}"),
+    ("since=2026-03-05&until=2026-03-01", "until must be later than since."),
+    ("since=x&until=9999-12-31",
+     f"since 'x' {NOT_A_DATE}\nuntil '9999-12-31' is out of range: allowed 1970-01-01 to 2999-12-31."),
 ])
 def test_site_csv_bad_dates_400_with_message(client, rows, query, message):
     response = client.get(f"/sites/loopback/measurements.csv?{query}")
