@@ -28,6 +28,7 @@ from . import progress
 from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
 from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
+from .quotas import QuotaExceeded
 from .services import request_measurement
 from .vocab import RESULT_FIELDS, Status
 
@@ -262,7 +263,8 @@ def vantages(request):
     return {"vantages": list(rows)}
 
 
-@api.post("/measurements", response={201: Created, 400: Errors, 413: Errors, 415: Errors, **UNAUTHORIZED},
+@api.post("/measurements", response={201: Created, 400: Errors, 413: Errors, 415: Errors, 429: Errors,
+                                     **UNAUTHORIZED},
           summary="Request a measurement", openapi_extra={"requestBody": {"content": {
               "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/MeasurementRequest"}}}}})
 def measurements(request, payload: MeasurementRequest):
@@ -298,7 +300,9 @@ def measurement_json(request, m):
         "site": m.site.slug, "vantage": m.vantage.name, "mode": m.mode, "duration_s": m.duration_s,
         "streams": m.streams, "window_bytes": m.window_bytes, "congestion": m.congestion,
         "created_at": _iso(m.created_at), "started_at": _iso(m.started_at), "finished_at": _iso(m.finished_at),
-        "failure_code": m.failure_code, "failure_reason": m.failure_reason,
+        "failure_code": m.failure_code,
+        # The stored reason (prober stderr, host:port, an admin's name) only for staff and the requester.
+        "failure_reason": m.failure_reason if m.failure_detail_visible_to(request.auth) else m.public_failure_reason,
         "headline_bps": m.headline_bps,
         "results": {f.name: getattr(m, f.name) for f in RESULT_FIELDS} if m.status == Status.DONE else None,
         "progress": progress.read(m.pk) if not m.is_finished else None,
@@ -402,6 +406,12 @@ def _validation_error(request, exc):
     return _error_response(400, errors)
 
 
+def _over_quota(request, exc):
+    response = _error_response(429, {"quota": [exc.message]})
+    response["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 def _not_found(request, exc):
     return _error_response(404, {"path": [f"{request.path} is not an API endpoint: see /api/v1/openapi.json."]})
 
@@ -411,3 +421,4 @@ api.add_exception_handler(HttpError, _http_error)
 api.add_exception_handler(ValidationError, _validation_error)
 api.add_exception_handler(SuspiciousOperation, _suspicious)
 api.add_exception_handler(Http404, _not_found)
+api.add_exception_handler(QuotaExceeded, _over_quota)

@@ -209,3 +209,26 @@ def test_api_post_goes_through_the_form_and_service(api_client, site, vantage, m
     monkeypatch.setattr(api, "request_measurement", lambda form, user: seen.append(form) or real(form, user))
     assert post_json(api_client, {"site": "loopback", "window": "64K"}).status_code == 201
     assert type(seen[0]).__name__ == "MeasurementForm" and seen[0].cleaned_data["window"] == 65536
+
+
+def test_api_post_over_quota_429_with_retry_after(api_client, settings, measurement):
+    settings.QUOTA_MAX_PENDING = 1  # `measurement` is alice's, still queued
+    response = post_json(api_client, {"site": "loopback"})
+    assert response.status_code == 429
+    assert response["Retry-After"] == str(settings.QUOTA_PENDING_RETRY_S)
+    assert response.json() == {"errors": {"quota": [
+        "You have 1 tests queued or running, the most allowed at once: wait for one to finish, then ask again."]}}
+    assert Measurement.objects.count() == 1
+
+
+@pytest.mark.parametrize("reader, shown", [
+    ("owner", "connect to 10.1.2.3 port 5201: refused"),
+    ("other", "nothing listens on the site's port"),
+])
+def test_api_failure_reason_in_full_only_for_the_requester(client, user, other_user, site, vantage, reader, shown):
+    m = factories.make_measurement(site=site, vantage=vantage, requested_by=user, status="failed",
+                                   failure_code="connect_refused",
+                                   failure_reason="connect to 10.1.2.3 port 5201: refused")
+    token = ApiToken.issue(user if reader == "owner" else other_user)
+    body = client.get(f"/api/v1/measurements/{m.slug}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+    assert (body["failure_code"], body["failure_reason"]) == ("connect_refused", shown)
