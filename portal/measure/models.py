@@ -27,8 +27,13 @@ vantage_name_validator = RegexValidator(
 
 
 def new_measurement_slug():
-    # 9 random bytes -> 12 URL-safe characters, 72 bits: permalinks cannot be enumerated.
-    return secrets.token_urlsafe(9)
+    # 9 random bytes -> 12 URL-safe characters, 72 bits: permalinks cannot be enumerated. Never a
+    # leading '-': in a CSV a spreadsheet reads that as a formula (the export escapes it, which
+    # then differs from the slug), in a shell as an option.
+    while True:
+        slug = secrets.token_urlsafe(9)
+        if not slug.startswith("-"):
+            return slug
 
 
 class Site(models.Model):
