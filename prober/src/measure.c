@@ -152,7 +152,11 @@ static void aggregate(const qp_run *r, out_agg *a)
 /* When every stream has left slow-start: record it, print it, open the quick window. */
 static void check_ss_end(qp_run *r, const out_agg *a)
 {
-    int last = 0;
+    qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
+                    .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
+                    .sample_s = r->o->sample_ms / 1000.0 };
+    uint64_t exit_cwnd = 0;
+    int last = 0, after_loss = 0;
 
     if (r->out.ss_ended)
         return;
@@ -168,25 +172,87 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     out_ss_end(r);
     if (r->o->mode == MODE_FULL)
         return;
+    for (int i = 0; i < r->n; i++) {
+        exit_cwnd += r->streams[i].ss_cwnd_bytes;
+        after_loss |= r->streams[i].ti.total_retrans > 0;
+    }
+    p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
+    qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
     r->quick_open = 1;
-    r->quick_t0 = a->t;
-    r->quick_acked0 = a->bytes_acked;
     out_phase("measuring", a->t);
 }
 
-/* Close the quick window at the point (t, acked, sent). */
-static void close_quick(qp_run *r, double t, uint64_t acked, uint64_t sent)
+/* The least steady BBR mode over the streams: PROBE_RTT, DRAIN, STARTUP, PROBE_BW. */
+static qw_bbr_mode worst_mode(qw_bbr_mode a, qw_bbr_mode b)
 {
-    double len = t - r->quick_t0;
+    static const int rank[] = { [QW_BBR_NONE] = 0, [QW_BBR_PROBE_BW] = 1,
+                                [QW_BBR_STARTUP] = 2, [QW_BBR_DRAIN] = 3, [QW_BBR_PROBE_RTT] = 4 };
+
+    return rank[b] > rank[a] ? b : a;
+}
+
+/* The quick window's view of this sample: sums, the largest RTT, the worst BBR mode. */
+static void window_sample(const qp_run *r, double t, qw_sample *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->t_s = t;
+    for (int i = 0; i < r->n; i++) {
+        const qp_tcpinfo *ti = &r->streams[i].ti;
+        uint32_t mrtt = ti->bbr_min_rtt_us ? ti->bbr_min_rtt_us : ti->min_rtt_us;
+
+        q->delivered_bytes += r->streams[i].acked + (uint64_t)ti->sacked_segments * ti->mss_bytes;
+        q->cwnd_bytes += ti->cwnd_bytes;
+        q->retrans += ti->total_retrans;
+        q->in_recovery |= ti->ca_state >= 2;
+        if (ti->rtt_us > q->rtt_us)
+            q->rtt_us = ti->rtt_us;
+        if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
+            q->min_rtt_us = mrtt;
+        if (ti->has_bbr)
+            q->bbr_mode = worst_mode(q->bbr_mode,
+                                     qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));
+    }
+}
+
+/* Close the quick window with the window's verdict, at time t with sent bytes written. */
+static void close_quick(qp_run *r, double t, uint64_t sent)
+{
+    const qw_estimate *e = qw_result(&r->qw);
+    qw_prediction pr = qw_predict(&r->qw, r->o->time_s);
+    double start = qw_start_t(&r->qw);
 
     r->quick_closed = 1;
-    if (len <= 0)
-        return;
-    r->out.quick_entered = 1;
-    r->out.quick_window_s = len;
-    r->out.quick_bps = (double)(acked - r->quick_acked0) * 8.0 / len;
     r->out.quick_end_t = t;
     r->out.quick_bytes_sent = sent;
+    if (start < 0 || e->rate_bps <= 0)
+        return;
+    r->out.quick_entered = 1;
+    r->out.quick_converged = r->qw.state == QW_CONVERGED;
+    r->out.quick_window_s = qw_end_t(&r->qw) - start;
+    r->out.quick_bps = pr.rate_bps;
+    r->out.quick_ci_frac = pr.ci_frac;
+    r->out.quick_steady_bps = e->rate_bps;
+    r->out.quick_steady_ci_frac = e->ci_frac;
+    r->out.quick_batches = e->batches;
+    r->out.quick_basis = e->basis;
+    r->out.quick_excluded_s = e->excluded_s;
+}
+
+/* Feed the open quick window; close it when it converged or gave up. */
+static void feed_quick(qp_run *r, const out_agg *a)
+{
+    qw_sample q;
+
+    if (!r->quick_open || r->quick_closed)
+        return;
+    window_sample(r, a->t, &q);
+    if (qw_feed(&r->qw, &q) == QW_OPEN)
+        return;
+    close_quick(r, a->t, a->bytes_sent);
+    /* validate goes on to the full run; quick mode too when it did not converge (the
+     * paper's fallback: the full run's figure is the result) */
+    if (r->o->mode == MODE_VALIDATE || !r->out.quick_converged)
+        out_phase("full", a->t);
 }
 
 /* Print the human interval line when one is due. */
@@ -238,11 +304,7 @@ static int take_sample(qp_run *r, double t, qp_err *e)
     r->last_sent = a.bytes_sent;
     out_sample(r, &a);
     check_ss_end(r, &a);
-    if (r->quick_open && !r->quick_closed && t - r->quick_t0 >= r->o->quick_ms / 1000.0 - 1e-9) {
-        close_quick(r, t, a.bytes_acked, a.bytes_sent);
-        if (r->o->mode == MODE_VALIDATE)
-            out_phase("full", t);
-    }
+    feed_quick(r, &a);
     maybe_interval(r, &a);
     return check_senders(r, e);
 }
@@ -292,7 +354,7 @@ static int should_end(const qp_run *r, double t)
 {
     if (t >= r->o->time_s - 1e-9)
         return 1;
-    return r->o->mode == MODE_QUICK && r->quick_closed;
+    return r->o->mode == MODE_QUICK && r->quick_closed && r->out.quick_converged;
 }
 
 /* Sample until the mode's end (or a signal); 0 when the test should end normally,
@@ -334,8 +396,10 @@ void measure_final(qp_run *r)
     char msg[128];
 
     /* A window still open when -t or a signal ended the run is measured as far as it got. */
-    if (r->quick_open && !r->quick_closed)
-        close_quick(r, r->last_t, r->last_acked, r->last_sent);
+    if (r->quick_open && !r->quick_closed) {
+        qw_stop(&r->qw);
+        close_quick(r, r->last_t, r->last_sent);
+    }
     o->bytes_sent = o->bytes_acked = 0;
     o->retransmits = 0;
     o->min_rtt_us = 0;

@@ -13,7 +13,9 @@ static const char usage_text[] =
 "usage: quickprobe -c HOST [options]\n"
 "\n"
 "Measure achievable TCP throughput to a stock iperf3 (or iperf 2) server, stopping\n"
-"about --quick-ms after the congestion window leaves slow-start (iperf quick mode).\n"
+"once the rate measured after slow-start has converged (iperf quick mode): its 95 %\n"
+"confidence interval is within --quick-tolerance and the window spans --quick-ms;\n"
+"if that does not happen within --quick-max-ms the full -t run is the result.\n"
 "\n"
 "  -c HOST               target: IPv4 or IPv6 literal or host name (required)\n"
 "  -p PORT               server port, 1-65535 (default 5201; 5001 with --iperf2)\n"
@@ -28,7 +30,12 @@ static const char usage_text[] =
 "  --iperf2              talk to an iperf 2 server instead of iperf3\n"
 "  --mode MODE           quick, full or validate (default quick)\n"
 "  --sample-ms MS        TCP_INFO sampling period, 1-1000 (default 20)\n"
-"  --quick-ms MS         measurement window after slow-start, 100-10000 (default 1000)\n"
+"  --quick-ms MS         shortest measurement window after slow-start,\n"
+"                        100-10000 (default 1000)\n"
+"  --quick-max-ms MS     longest: not converged by then, fall back to the full\n"
+"                        run; 100-60000 and >= --quick-ms (default 5000)\n"
+"  --quick-tolerance PCT 95 % confidence half-width to converge to, in % of the\n"
+"                        rate, 0.1-50 (default 3)\n"
 "  --connect-timeout SEC deadline for resolving, connecting and each protocol\n"
 "                        read, 0.1-60 (default 5)\n"
 "  --json                JSON Lines events on stdout instead of the human report\n"
@@ -61,6 +68,8 @@ void opts_defaults(qp_opts *o)
     o->mode = MODE_QUICK;
     o->sample_ms = 20;
     o->quick_ms = 1000;
+    o->quick_max_ms = 5000;
+    o->quick_tolerance_pct = 3.0;
     o->connect_timeout_s = 5.0;
 }
 
@@ -215,6 +224,10 @@ static int apply_valued(qp_opts *o, const char *name, const char *v, char *err, 
         return parse_int(name, v, 1, 1000, &o->sample_ms, err, errlen);
     if (strcmp(name, "--quick-ms") == 0)
         return parse_int(name, v, 100, 10000, &o->quick_ms, err, errlen);
+    if (strcmp(name, "--quick-max-ms") == 0)
+        return parse_int(name, v, 100, 60000, &o->quick_max_ms, err, errlen);
+    if (strcmp(name, "--quick-tolerance") == 0)
+        return parse_double(name, v, 0.1, 50, 0, &o->quick_tolerance_pct, err, errlen);
     if (strcmp(name, "--connect-timeout") == 0)
         return parse_double(name, v, 0.1, 60, 0, &o->connect_timeout_s, err, errlen);
     return 1;
@@ -270,6 +283,11 @@ int opts_parse(qp_opts *o, int argc, char **argv, char *err, size_t errlen)
         return 0;
     if (!o->host) {
         snprintf(err, errlen, "-c HOST is required: the iperf server to test against");
+        return -1;
+    }
+    if (o->quick_max_ms < o->quick_ms) {
+        snprintf(err, errlen, "--quick-max-ms: %d is less than --quick-ms (%d): give a bound "
+                 "from %d to 60000", o->quick_max_ms, o->quick_ms, o->quick_ms);
         return -1;
     }
     if (o->port == 0)

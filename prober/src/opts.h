@@ -22,7 +22,9 @@ typedef struct {
     int iperf2;
     qp_mode mode;
     int sample_ms;
-    int quick_ms;
+    int quick_ms;               /* the quick window spans at least this long */
+    int quick_max_ms;           /* ... and gives up this long after slow-start ended */
+    double quick_tolerance_pct; /* 95 % CI half-width it must reach, % of the rate */
     double connect_timeout_s;
     int json;
     int help;

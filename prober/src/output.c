@@ -117,9 +117,10 @@ void out_start(const qp_run *r)
                   "protocol", o->iperf2 ? "iperf2" : "iperf3", "mode", opts_mode_name(o->mode));
     json_object_set_new(j, "target", json_pack("{s:s, s:o, s:i}", "host", o->host,
                         "address", j_str_or_null(r->addr.text), "port", o->port));
-    json_object_set_new(j, "params", json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:o}",
+    json_object_set_new(j, "params", json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:o}",
                         "time_s", o->time_s, "streams", o->streams, "sample_ms", o->sample_ms,
-                        "quick_ms", o->quick_ms, "interval_s", o->interval_s,
+                        "quick_ms", o->quick_ms, "quick_max_ms", o->quick_max_ms,
+                        "quick_tolerance_pct", o->quick_tolerance_pct, "interval_s", o->interval_s,
                         "connect_timeout_s", o->connect_timeout_s, "window_requested_bytes",
                         o->window_bytes ? json_integer((json_int_t)o->window_bytes) : json_null()));
     json_object_set_new(j, "kernel", j_str_or_null(u.release));
@@ -138,6 +139,20 @@ void out_phase(const char *phase, double t)
     emit(json_pack("{s:s, s:s, s:f}", "event", "phase", "phase", phase, "t", t));
 }
 
+/* BBR's state from TCP_CC_INFO, or null when the stream is not BBR. */
+static json_t *bbr_obj(const qp_tcpinfo *ti)
+{
+    const char *mode;
+
+    if (!ti->has_bbr)
+        return json_null();
+    mode = qw_bbr_mode_name(qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));
+    return json_pack("{s:o, s:f, s:I, s:f, s:f}", "mode", j_str_or_null(mode),
+                     "bw_bps", (double)ti->bbr_bw_bps, "min_rtt_us", (json_int_t)ti->bbr_min_rtt_us,
+                     "pacing_gain", ti->bbr_pacing_gain / 256.0,
+                     "cwnd_gain", ti->bbr_cwnd_gain / 256.0);
+}
+
 /* One stream's part of a sample event. */
 static json_t *stream_sample(const qp_stream *s)
 {
@@ -151,6 +166,8 @@ static json_t *stream_sample(const qp_stream *s)
     json_object_set_new(j, "bytes_sent", json_integer((json_int_t)s->sent));
     json_object_set_new(j, "bytes_acked", json_integer((json_int_t)s->acked));
     json_object_set_new(j, "bytes_retrans", json_integer((json_int_t)ti->bytes_retrans));
+    json_object_set_new(j, "sacked_bytes",
+                        json_integer((json_int_t)ti->sacked_segments * ti->mss_bytes));
     json_object_set_new(j, "total_retrans", json_integer(ti->total_retrans));
     json_object_set_new(j, "delivery_rate_bps", json_real((double)ti->delivery_rate_bps));
     json_object_set_new(j, "snd_wnd_bytes", json_integer(ti->snd_wnd_bytes));
@@ -158,6 +175,7 @@ static json_t *stream_sample(const qp_stream *s)
     json_object_set_new(j, "sndbuf_limited_us", json_integer((json_int_t)ti->sndbuf_limited_us));
     json_object_set_new(j, "ca_state", json_integer(ti->ca_state));
     json_object_set_new(j, "in_slow_start", json_boolean(s->rule == SS_RULE_NONE));
+    json_object_set_new(j, "bbr", bbr_obj(ti));
     return j;
 }
 
@@ -245,10 +263,26 @@ void out_interval(const qp_run *r, double t0, double t1)
     fflush(stdout);
 }
 
-/* Rate a full run would send at: the quick figure, else the cumulative one. */
+/* Rate a full run would send at: the converged quick figure, else the cumulative one. */
 static double full_rate(const qp_run *r, double cumu)
 {
-    return r->o->mode == MODE_QUICK && r->out.quick_entered ? r->out.quick_bps : cumu;
+    return r->o->mode == MODE_QUICK && r->out.quick_converged ? r->out.quick_bps : cumu;
+}
+
+/* Add the quick window's verdict to j: the fields are null when known is 0. */
+static void add_quick_fields(json_t *j, const qp_outcome *o, int known)
+{
+    json_object_set_new(j, "quick_ci_pct",
+                        j_real_or_null(known && o->quick_ci_frac >= 0, 100.0 * o->quick_ci_frac));
+    json_object_set_new(j, "quick_window_s", j_real_or_null(known, o->quick_window_s));
+    json_object_set_new(j, "quick_steady_bps", j_real_or_null(known, o->quick_steady_bps));
+    json_object_set_new(j, "quick_steady_ci_pct",
+                        j_real_or_null(known && o->quick_steady_ci_frac >= 0,
+                                       100.0 * o->quick_steady_ci_frac));
+    json_object_set_new(j, "quick_basis", known ? j_str_or_null(qw_basis_name(o->quick_basis))
+                                                : json_null());
+    json_object_set_new(j, "quick_batches", known ? json_integer(o->quick_batches) : json_null());
+    json_object_set_new(j, "quick_excluded_s", j_real_or_null(known, o->quick_excluded_s));
 }
 
 /* The validate object: what quick mode would have said on this connection. */
@@ -256,9 +290,11 @@ static json_t *validate_obj(const qp_run *r, double full_bps)
 {
     const qp_outcome *o = &r->out;
 
+    json_t *j;
+
     if (r->o->mode != MODE_VALIDATE)
         return json_null();
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:f, s:o}",
+    j = json_pack("{s:o, s:o, s:o, s:o, s:o, s:f, s:o, s:b}",
                      "quick_bps", j_real_or_null(o->quick_entered, o->quick_bps),
                      "slow_start_end_s", j_real_or_null(o->ss_ended, o->ss_t),
                      "rule", o->ss_ended ? json_string(ss_rule_name(o->ss_rule)) : json_null(),
@@ -266,7 +302,10 @@ static json_t *validate_obj(const qp_run *r, double full_bps)
                      "quick_bytes_sent", o->quick_entered ? json_integer((json_int_t)o->quick_bytes_sent) : json_null(),
                      "full_bps", full_bps,
                      "error_pct", j_real_or_null(o->quick_entered && full_bps > 0,
-                                                 100.0 * (o->quick_bps - full_bps) / full_bps));
+                                                 100.0 * (o->quick_bps - full_bps) / full_bps),
+                     "quick_converged", o->quick_converged);
+    add_quick_fields(j, o, o->quick_entered);
+    return j;
 }
 
 /* The per-stream totals of the result. */
@@ -301,6 +340,34 @@ static void add_savings(json_t *j, const qp_run *r, double est_bytes)
                                        100.0 * (1.0 - (double)o->bytes_sent / est_bytes)));
 }
 
+/* The human report's quick-mode line: never a bare number when it did not converge. */
+static void human_quick(const qp_run *r)
+{
+    const qp_outcome *o = &r->out;
+    char rate[32], ci[32] = "no interval";
+
+    if (!o->quick_entered) {
+        if (r->o->mode != MODE_FULL)
+            printf("quick mode not entered: slow-start did not end within %d s%s\n",
+                   r->o->time_s, r->o->mode == MODE_QUICK ? "; the full run above is the result" : "");
+        return;
+    }
+    fmt_rate(rate, sizeof(rate), o->quick_bps);
+    if (o->quick_ci_frac >= 0)
+        snprintf(ci, sizeof(ci), "+/- %.1f %% (95 %% CI)", 100.0 * o->quick_ci_frac);
+    if (o->quick_converged) {
+        printf("quick mode: %s %s, converged in %.2f s (%d batches of %s) after slow-start "
+               "ended at %.3f s (%s)\n", rate, ci, o->quick_window_s, o->quick_batches,
+               qw_basis_name(o->quick_basis) ? qw_basis_name(o->quick_basis) : "slices",
+               o->ss_t, ss_rule_name(o->ss_rule));
+        return;
+    }
+    printf("quick mode: NOT CONVERGED within %.2f s after slow-start ended at %.3f s (%s); "
+           "its estimate %s %s is not the result%s\n", o->quick_window_s, o->ss_t,
+           ss_rule_name(o->ss_rule), rate, ci,
+           r->o->mode == MODE_QUICK ? ": the full run above is (the paper's fallback)" : "");
+}
+
 /* Print the human summary. */
 static void human_result(const qp_run *r, double cumu)
 {
@@ -322,13 +389,7 @@ static void human_result(const qp_run *r, double cumu)
     fmt_rate(rate, sizeof(rate), cumu);
     printf("cumulative (acked): %s over %.2f s%s\n", rate, o->elapsed_s,
            o->interrupted ? " (interrupted)" : "");
-    if (o->quick_entered) {
-        fmt_rate(rate, sizeof(rate), o->quick_bps);
-        printf("quick mode: %s over %.2f s after slow-start ended at %.3f s (%s)\n", rate,
-               o->quick_window_s, o->ss_t, ss_rule_name(o->ss_rule));
-    } else if (r->o->mode == MODE_QUICK) {
-        printf("quick mode not entered: slow-start did not end within %d s\n", r->o->time_s);
-    }
+    human_quick(r);
     fflush(stdout);
 }
 
@@ -338,7 +399,9 @@ void out_result(const qp_run *r)
     const qp_outcome *o = &r->out;
     double cumu = o->elapsed_s > 0 ? (double)o->bytes_acked * 8.0 / o->elapsed_s : 0.0;
     double full_bps = cumu;
-    int full = r->o->mode != MODE_QUICK;
+    int quick = r->o->mode == MODE_QUICK;
+    /* a quick run that did not converge ran on to -t: the full run's figure is its result */
+    int full = !quick || !o->quick_converged;
     json_t *j;
 
     if (!g_json) {
@@ -356,8 +419,8 @@ void out_result(const qp_run *r)
     json_object_set_new(j, "elapsed_s", json_real(o->elapsed_s));
     json_object_set_new(j, "slow_start_end_s", j_real_or_null(o->ss_ended, o->ss_t));
     json_object_set_new(j, "rule", o->ss_ended ? json_string(ss_rule_name(o->ss_rule)) : json_null());
-    json_object_set_new(j, "quick_window_s",
-                        j_real_or_null(r->o->mode == MODE_QUICK && o->quick_entered, o->quick_window_s));
+    json_object_set_new(j, "quick_converged", quick ? json_boolean(o->quick_converged) : json_null());
+    add_quick_fields(j, o, quick && o->quick_entered);
     json_object_set_new(j, "retransmits", json_integer(o->retransmits));
     json_object_set_new(j, "rtt_us", json_integer(o->rtt_us));
     json_object_set_new(j, "min_rtt_us", json_integer(o->min_rtt_us));

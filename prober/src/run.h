@@ -10,6 +10,7 @@
 #include "net.h"
 #include "opts.h"
 #include "qperr.h"
+#include "quickwin.h"
 #include "slowstart.h"
 #include "tcpinfo.h"
 
@@ -62,7 +63,14 @@ typedef struct {
     double ss_t;
     ss_rule ss_rule;
     int quick_entered;              /* the quick window has a measured length */
+    int quick_converged;            /* ... and its estimate met --quick-tolerance */
     double quick_bps, quick_window_s;
+    double quick_ci_frac;           /* 95 % half-width / quick_bps, < 0 unknown */
+    double quick_steady_bps;        /* the window's own steady rate, and its interval */
+    double quick_steady_ci_frac;
+    int quick_batches;
+    qw_basis quick_basis;
+    double quick_excluded_s;        /* BBR PROBE_RTT time left out of the estimate */
     double quick_end_t;             /* when the quick window closed */
     uint64_t quick_bytes_sent;      /* bytes written when it closed */
     uint32_t retransmits;
@@ -94,9 +102,8 @@ typedef struct {
     char *send_buf;                 /* the 128 KiB block every stream writes */
     qp_point *ring;                 /* last 500 ms of aggregate acked bytes */
     int ring_cap, ring_len, ring_head;
-    double quick_t0;
-    uint64_t quick_acked0;
     int quick_open, quick_closed;
+    qw_window qw;                   /* the converging quick window (quickwin.h) */
     double next_interval_t, interval_t0;
     qp_outcome out;
 } qp_run;

@@ -47,6 +47,7 @@ int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen)
     ti->notsent_bytes = k.tcpi_notsent_bytes;
     ti->unacked_segments = k.tcpi_unacked;
     ti->lost_segments = k.tcpi_lost;
+    ti->sacked_segments = k.tcpi_sacked;
     ti->delivery_rate_app_limited = k.tcpi_delivery_rate_app_limited;
     return 0;
 }
@@ -64,6 +65,9 @@ int tcpinfo_read_bbr(int fd, qp_tcpinfo *ti)
         return -1;
     ti->bbr_pacing_gain = info.bbr.bbr_pacing_gain;
     ti->bbr_bw_bps = (((uint64_t)info.bbr.bbr_bw_hi << 32) | info.bbr.bbr_bw_lo) * 8;
+    ti->bbr_min_rtt_us = info.bbr.bbr_min_rtt;
+    ti->bbr_cwnd_gain = info.bbr.bbr_cwnd_gain;
+    ti->has_bbr = 1;
     return 0;
 }
 

@@ -27,9 +27,13 @@ typedef struct {
     uint32_t notsent_bytes;
     uint32_t unacked_segments;
     uint32_t lost_segments;
+    uint32_t sacked_segments;       /* SACKed, not yet cumulatively acked */
     int delivery_rate_app_limited;  /* the rate sample was limited by the sender */
     uint32_t bbr_pacing_gain;       /* x256; 0 = unknown or not BBR */
     uint64_t bbr_bw_bps;            /* BBR's bandwidth estimate; 0 = unknown */
+    uint32_t bbr_min_rtt_us;        /* BBR's min RTT filter; 0 = unknown */
+    uint32_t bbr_cwnd_gain;         /* x256; 0 = unknown */
+    int has_bbr;                    /* the four bbr_ fields were read */
 } qp_tcpinfo;
 
 /* Read TCP_INFO of fd into ti; 0 or -1 with a message. */

@@ -77,8 +77,18 @@ static void test_result_quick_figures(void)
     r.out.quick_entered = 1;
     r.out.quick_bps = 5e6;
     r.out.quick_window_s = 1.0;
+    r.out.quick_converged = 1;
+    r.out.quick_ci_frac = 0.021;
+    r.out.quick_batches = 6;
+    r.out.quick_basis = QW_BASIS_LOSS_CYCLES;
     j = capture(out_result, &r);
     CHECK(j != NULL);
+    CHECK(json_is_true(json_object_get(j, "quick_converged")));
+    CHECK_NEAR(NUM(j, "quick_ci_pct"), 2.1, 1e-9);
+    CHECK_NEAR(NUM(j, "quick_window_s"), 1.0, 1e-12);
+    CHECK_EQ(NUM(j, "quick_batches"), 6);
+    CHECK_STR(json_string_value(json_object_get(j, "quick_basis")), "loss_cycles");
+    CHECK_NEAR(NUM(j, "quick_excluded_s"), 0.0, 0);
     CHECK_STR(json_string_value(json_object_get(j, "event")), "result");
     CHECK(json_is_true(json_object_get(j, "quick_mode_entered")));
     CHECK_NEAR(NUM(j, "quick_bps"), 5e6, 1e-3);
@@ -99,6 +109,36 @@ static void test_result_quick_figures(void)
     json_decref(j);
 }
 
+/* Quick mode whose window did not converge ran on to -t: the estimate is kept with its
+ * interval and quick_converged false, and the full run's figure is the result. */
+static void test_result_quick_not_converged(void)
+{
+    qp_run r;
+    qp_opts o;
+    qp_stream s;
+    json_t *j;
+
+    make_run(&r, &o, &s, MODE_QUICK);
+    r.out.elapsed_s = 10.0;
+    r.out.ss_ended = 1;
+    r.out.ss_t = 0.5;
+    r.out.ss_rule = SS_RULE_SSTHRESH_SET;
+    r.out.quick_entered = 1;
+    r.out.quick_bps = 9e5;
+    r.out.quick_window_s = 5.0;
+    r.out.quick_ci_frac = 0.12;
+    r.out.quick_batches = 4;
+    r.out.quick_basis = QW_BASIS_TIME;
+    j = capture(out_result, &r);
+    CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK_NEAR(NUM(j, "quick_bps"), 9e5, 1e-6);
+    CHECK_NEAR(NUM(j, "quick_ci_pct"), 12.0, 1e-9);
+    CHECK_NEAR(NUM(j, "full_bps"), 8e5, 1e-6);           /* 1e6 B * 8 / 10 s */
+    CHECK_EQ(NUM(j, "full_bytes_estimate"), 1000000);     /* from the full run, not 9e5 */
+    CHECK_NEAR(NUM(j, "time_saved_pct"), 0.0, 1e-9);
+    json_decref(j);
+}
+
 /* Quick mode that never left slow-start: no quick figure, estimate from cumulative. */
 static void test_result_quick_not_entered(void)
 {
@@ -113,6 +153,9 @@ static void test_result_quick_not_entered(void)
     CHECK(json_is_false(json_object_get(j, "quick_mode_entered")));
     CHECK(ISNULL(j, "quick_bps"));
     CHECK(ISNULL(j, "quick_window_s"));
+    CHECK(ISNULL(j, "quick_ci_pct"));
+    CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK_NEAR(NUM(j, "full_bps"), 8e5, 1e-6);
     CHECK(ISNULL(j, "rule"));
     CHECK(ISNULL(j, "slow_start_end_s"));
     CHECK_NEAR(NUM(j, "cumulative_bps"), 8e5, 1e-6);
@@ -140,7 +183,15 @@ static void test_result_validate_error_pct(void)
     r.out.quick_bps = 4.4e6;
     r.out.quick_end_t = 1.25;
     r.out.quick_bytes_sent = 600000;
+    r.out.quick_converged = 1;
+    r.out.quick_ci_frac = 0.015;
+    r.out.quick_window_s = 1.0;
+    r.out.quick_batches = 5;
+    r.out.quick_basis = QW_BASIS_BBR_CYCLES;
+    r.out.quick_excluded_s = 0.2;
     j = capture(out_result, &r);
+    CHECK(ISNULL(j, "quick_converged"));
+    CHECK(ISNULL(j, "quick_ci_pct"));
     CHECK(json_is_false(json_object_get(j, "quick_mode_entered")));
     CHECK(ISNULL(j, "quick_bps"));
     CHECK_NEAR(NUM(j, "full_bps"), 4e6, 1e-3);
@@ -155,6 +206,11 @@ static void test_result_validate_error_pct(void)
     CHECK_NEAR(NUM(v, "quick_elapsed_s"), 1.25, 1e-12);
     CHECK_EQ(NUM(v, "quick_bytes_sent"), 600000);
     CHECK_STR(json_string_value(json_object_get(v, "rule")), "bbr_plateau");
+    CHECK(json_is_true(json_object_get(v, "quick_converged")));
+    CHECK_NEAR(NUM(v, "quick_ci_pct"), 1.5, 1e-9);
+    CHECK_NEAR(NUM(v, "quick_window_s"), 1.0, 1e-12);
+    CHECK_STR(json_string_value(json_object_get(v, "quick_basis")), "bbr_cycles");
+    CHECK_NEAR(NUM(v, "quick_excluded_s"), 0.2, 1e-12);
     CHECK(ISNULL(json_array_get(json_object_get(j, "streams"), 0), "server_bytes"));
     json_decref(j);
 }
@@ -185,6 +241,7 @@ int main(void)
 {
     out_set_json(1);
     test_result_quick_figures();
+    test_result_quick_not_converged();
     test_result_quick_not_entered();
     test_result_validate_error_pct();
     test_error_fields();

@@ -1,0 +1,488 @@
+/* quickwin.c: the converging quick window (see quickwin.h).
+ *
+ * Why batch means over whole cycles. Successive per-RTT rates of one TCP flow are far from
+ * independent: a Reno / CUBIC flow follows a sawtooth (cwnd grows until a loss, is cut by
+ * beta, grows again), a BBR flow in PROBE_BW cycles its pacing gain through 8 phases of one
+ * min RTT each. The standard error of a mean of correlated slices, computed as if they were
+ * independent, is too small. Batch means fix that when each batch is long compared with
+ * the correlation, so the batches are cut where the process renews itself:
+ * - loss-based cc with congestion events in the window: a batch is whole sawtooth cycles,
+ *   from one cwnd reduction to another (a cut resets the sawtooth: the regenerative
+ *   method), and the part after the last reduction is left out;
+ * - BBR: a batch is whole gain cycles, 8 x min RTT of counted time;
+ * - neither (no congestion event yet: cwnd limited by the receiver or a deep buffer): a
+ *   batch is at least two RTT slices, with a fixed number of batches (at most 10), so the
+ *   batches lengthen as the window does (Schmeiser's fixed-number-of-batches rule).
+ * The mean rate is the ratio estimator (total bytes / total time) and its 95 % interval
+ * uses Student's t with batches - 1 degrees of freedom, which stays wide while batches
+ * are few. On top of the interval, the window must look stationary: the rates of its
+ * first and second halves agree within the tolerance, and (loss-based cc) cwnd is not
+ * still climbing back to where slow-start left it.
+ *
+ * BBR's PROBE_RTT (4 packets in flight for 200 ms every 10 s) is not steady state: its
+ * slices, and the slice right after it, are left out and the window extends across them.
+ * The window does not start in DRAIN or PROBE_RTT or in a loss recovery. */
+#include "quickwin.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef QW_TRACE
+#include <stdio.h>
+#endif
+
+#define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
+#define QW_MIN_CYCLE_BATCHES 3  /* whole cycles needed before their batches are used */
+#define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
+#define QW_SLICES_PER_TIME_BATCH 2
+#define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
+#define BBR_UNIT 256
+#define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
+#define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
+
+/* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
+void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
+             int after_loss)
+{
+    memset(w, 0, sizeof(*w));
+    w->p = *p;
+    w->state = QW_OPEN;
+    w->open_t = t_s;
+    w->start_t = -1;
+    w->end_t = -1;
+    w->exit_cwnd_bytes = exit_cwnd_bytes;
+    w->start_after_loss = after_loss;
+    w->est.ci_frac = -1;
+}
+
+/* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
+double qw_t95(int dof)
+{
+    static const double t[] = { 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131 };
+
+    if (dof < 1)
+        return INFINITY;
+    if (dof <= (int)(sizeof(t) / sizeof(t[0])))
+        return t[dof - 1];
+    return dof <= 30 ? 2.09 : 1.96;
+}
+
+/* Ratio estimator over n batches (bytes, seconds): rate in bytes/s and the 95 %
+ * half-width as a fraction of it (-1 when n < 2 or the rate is 0). */
+double qw_batch_ci(const double *bytes, const double *secs, int n, double *ci_frac)
+{
+    double sb = 0, ss = 0, var = 0, r, se;
+
+    *ci_frac = -1;
+    for (int i = 0; i < n; i++) {
+        sb += bytes[i];
+        ss += secs[i];
+    }
+    if (ss <= 0)
+        return 0;
+    r = sb / ss;
+    if (n < 2 || r <= 0)
+        return r;
+    /* Delta-method variance of a ratio of sums: residuals bytes_i - r * secs_i. */
+    for (int i = 0; i < n; i++)
+        var += (bytes[i] - r * secs[i]) * (bytes[i] - r * secs[i]);
+    var /= (n - 1);
+    se = sqrt(var / n) / (ss / n);
+    *ci_frac = qw_t95(n - 1) * se / r;
+    return r;
+}
+
+/* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
+qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain)
+{
+    if (pacing_gain == 0 && cwnd_gain == 0)
+        return QW_BBR_NONE;
+    /* bbr_update_gains: STARTUP paces at high_gain (2.89), DRAIN at 1/high_gain with the
+     * startup cwnd gain kept, PROBE_RTT at 1 with cwnd gain 1, PROBE_BW at 1.25 / 0.75 /
+     * 1 with cwnd gain 2. */
+    if (pacing_gain >= 2 * BBR_UNIT)
+        return QW_BBR_STARTUP;
+    if (pacing_gain < BBR_UNIT / 2 && cwnd_gain > 2 * BBR_UNIT)
+        return QW_BBR_DRAIN;
+    if (pacing_gain == BBR_UNIT && cwnd_gain == BBR_UNIT)
+        return QW_BBR_PROBE_RTT;
+    return QW_BBR_PROBE_BW;
+}
+
+/* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
+const char *qw_bbr_mode_name(qw_bbr_mode m)
+{
+    switch (m) {
+    case QW_BBR_STARTUP: return "startup";
+    case QW_BBR_DRAIN: return "drain";
+    case QW_BBR_PROBE_BW: return "probe_bw";
+    case QW_BBR_PROBE_RTT: return "probe_rtt";
+    case QW_BBR_NONE: break;
+    }
+    return NULL;
+}
+
+/* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
+const char *qw_basis_name(qw_basis b)
+{
+    switch (b) {
+    case QW_BASIS_TIME: return "time";
+    case QW_BASIS_LOSS_CYCLES: return "loss_cycles";
+    case QW_BASIS_BBR_CYCLES: return "bbr_cycles";
+    case QW_BASIS_NONE: break;
+    }
+    return NULL;
+}
+
+/* Units (consecutive counted stretches) of the window, by basis: [begin, end) slice
+ * index pairs in ub / ue; returns the count. */
+static int units_loss_cycles(const qw_window *w, int *ub, int *ue)
+{
+    int u = 0, from = w->start_after_loss ? 0 : -1;
+
+    /* A slice whose end shows more events than the slice before holds a reduction: the
+     * cycles run from one such slice end to the next. */
+    if (from >= 0)
+        from = w->first;
+    for (int i = w->first; i < w->n && u < QW_MAX_SLICES; i++) {
+        uint32_t before = i ? w->s[i - 1].events : 0;
+
+        if (w->s[i].events == before)
+            continue;
+        if (from >= 0 && i + 1 > from) {
+            ub[u] = from;
+            ue[u++] = i + 1;
+        }
+        from = i + 1;
+    }
+    return u;
+}
+
+/* Units of at least len seconds of counted (not excluded) slices each. */
+static int units_of_time(const qw_window *w, double len, int *ub, int *ue)
+{
+    int u = 0, from = -1;
+    double acc = 0;
+
+    for (int i = w->first; i < w->n; i++) {
+        if (w->s[i].excluded)
+            continue;
+        if (from < 0)
+            from = i;
+        acc += w->s[i].t1 - w->s[i].t0;
+        if (acc >= len * QW_SLACK) {
+            ub[u] = from;
+            ue[u++] = i + 1;
+            from = -1;
+            acc = 0;
+        }
+    }
+    return u;
+}
+
+/* Sum the counted bytes and seconds of slices [b, e). */
+static void unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs)
+{
+    for (int i = b; i < e; i++) {
+        if (w->s[i].excluded)
+            continue;
+        *bytes += (double)w->s[i].bytes;
+        *secs += w->s[i].t1 - w->s[i].t0;
+    }
+}
+
+/* Group nu units into at most QW_MAX_BATCHES batches of per units (the last takes the
+ * rest); fill bytes / secs, return the batch count. */
+static int make_batches(const qw_window *w, const int *ub, const int *ue, int nu, int per,
+                        double *bytes, double *secs, int *first)
+{
+    int nb = nu / per;
+
+    if (nb > QW_MAX_BATCHES)
+        nb = QW_MAX_BATCHES;
+    for (int b = 0; b < nb; b++) {
+        int last = b == nb - 1 ? nu : (b + 1) * per;
+
+        first[b] = ub[b * per];
+        bytes[b] = secs[b] = 0;
+        for (int k = b * per; k < last; k++)
+            unit_sum(w, ub[k], ue[k], &bytes[b], &secs[b]);
+    }
+    return nb;
+}
+
+/* Choose the basis and form the batches; returns the batch count (0 if none). */
+static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, double *secs,
+                        int *first)
+{
+    static int ub[QW_MAX_SLICES], ue[QW_MAX_SLICES];
+    int nu, min_b, per;
+
+    if (w->p.bbr) {
+        double cyc = QW_BBR_GAIN_CYCLE * (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+
+        *basis = QW_BASIS_BBR_CYCLES;
+        nu = units_of_time(w, cyc, ub, ue);
+        min_b = QW_MIN_CYCLE_BATCHES;
+        per = 1;
+    } else if ((nu = units_loss_cycles(w, ub, ue)) >= QW_MIN_CYCLE_BATCHES) {
+        *basis = QW_BASIS_LOSS_CYCLES;
+        min_b = QW_MIN_CYCLE_BATCHES;
+        per = 1;
+    } else {
+        *basis = QW_BASIS_TIME;
+        nu = units_of_time(w, 0, ub, ue);
+        min_b = QW_MIN_TIME_BATCHES;
+        per = QW_SLICES_PER_TIME_BATCH;
+    }
+    while (nu / per > QW_MAX_BATCHES)
+        per++;
+    if (nu / per < min_b)
+        return nu / per >= 2 ? -make_batches(w, ub, ue, nu, per, bytes, secs, first) : 0;
+    return make_batches(w, ub, ue, nu, per, bytes, secs, first);
+}
+
+/* Recompute the estimate; 1 if it is complete enough to be judged (enough batches).
+ * *mid is the first slice of the second half of the batches. */
+static int estimate(qw_window *w, double *half_diff, int *mid)
+{
+    double bytes[QW_MAX_BATCHES], secs[QW_MAX_BATCHES], b1 = 0, s1 = 0, b2 = 0, s2 = 0;
+    qw_basis basis = QW_BASIS_NONE;
+    int first[QW_MAX_BATCHES];
+    int nb = form_batches(w, &basis, bytes, secs, first), full = nb > 0, h;
+    double ci, r;
+
+    if (nb < 0)
+        nb = -nb;
+    if (nb == 0)
+        return 0;
+    r = qw_batch_ci(bytes, secs, nb, &ci);
+    w->est.rate_bps = r * 8.0;
+    w->est.ci_frac = ci;
+    w->est.batches = nb;
+    w->est.basis = basis;
+    w->est.counted_s = 0;
+    for (int i = 0; i < nb; i++)
+        w->est.counted_s += secs[i];
+    /* Stationarity: the first and the second half of the batches give the same rate. */
+    h = nb / 2;
+    for (int i = 0; i < h; i++) {
+        b1 += bytes[i], s1 += secs[i];
+        b2 += bytes[nb - 1 - i], s2 += secs[nb - 1 - i];
+    }
+    *half_diff = s1 > 0 && s2 > 0 && r > 0 ? fabs(b2 / s2 - b1 / s1) / r : INFINITY;
+    *mid = first[nb - h];
+    return full;
+}
+
+/* Close the current slice at sample s and start the next one. */
+static void close_slice(qw_window *w, const qw_sample *s)
+{
+    qw_slice *sl = &w->s[w->n++];
+
+    sl->t0 = w->slice_t0;
+    sl->t1 = s->t_s;
+    sl->bytes = s->delivered_bytes > w->slice_bytes0 ? s->delivered_bytes - w->slice_bytes0 : 0;
+    sl->events = w->events;
+    /* PROBE_RTT, and the round after it (cwnd is restored but the pipe refills), are not
+     * the steady state a long run spends nearly all its time in. */
+    sl->excluded = w->slice_probe_rtt || w->after_probe_rtt;
+    if (sl->excluded)
+        w->est.excluded_s += sl->t1 - sl->t0;
+    w->after_probe_rtt = w->slice_probe_rtt;
+    w->slice_probe_rtt = s->bbr_mode == QW_BBR_PROBE_RTT;
+    /* Climbing back: below where slow-start left cwnd and still growing, before the
+     * sawtooth has shown itself (after a few cycles the cycles decide). */
+    w->climbing = !w->p.bbr && s->cwnd_bytes < w->exit_cwnd_bytes &&
+                  s->cwnd_bytes > w->slice_cwnd0;
+    w->slice_t0 = s->t_s;
+    w->slice_bytes0 = s->delivered_bytes;
+    w->slice_cwnd0 = s->cwnd_bytes;
+    w->slice_rtt_us = s->rtt_us;
+}
+
+/* Slice length: a whole number of RTTs, at least one sample period (and short enough
+ * that max_s fits in the slice array). */
+static double slice_len(const qw_window *w)
+{
+    double floor_s = fmax(w->p.sample_s, w->p.max_s / (QW_MAX_SLICES - 1));
+    double rtt = w->slice_rtt_us / 1e6;
+
+    if (rtt <= 0)
+        return floor_s;
+    return ceil(floor_s / rtt - 1e-9) * rtt;
+}
+
+/* Start measuring at s if it is a steady moment; 1 if started. */
+static int try_start(qw_window *w, const qw_sample *s)
+{
+    if (s->in_recovery || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT)
+        return 0;
+    w->started = 1;
+    w->start_t = w->slice_t0 = s->t_s;
+    w->slice_bytes0 = w->est.start_bytes = s->delivered_bytes;
+    w->slice_cwnd0 = s->cwnd_bytes;
+    w->slice_rtt_us = s->rtt_us;
+    w->prev_retrans = s->retrans;
+    w->prev_recovery = 0;
+    return 1;
+}
+
+/* Count a congestion event at its first sample: entering recovery, or retransmissions
+ * that came and went between two samples. */
+static void count_events(qw_window *w, const qw_sample *s)
+{
+    if ((s->in_recovery && !w->prev_recovery) ||
+        (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans))
+        w->events++;
+    w->prev_recovery = s->in_recovery;
+    w->prev_retrans = s->retrans;
+}
+
+/* 1 if the window may stop at sample s with the estimate just computed. */
+static int converged(const qw_window *w, const qw_sample *s, double half_diff)
+{
+    const qw_estimate *e = &w->est;
+
+    if (s->t_s - w->start_t < w->p.min_s * QW_SLACK || e->ci_frac < 0)
+        return 0;
+    if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance)
+        return 0;
+    if (e->basis != QW_BASIS_LOSS_CYCLES && (w->climbing || s->in_recovery))
+        return 0;
+    return s->bbr_mode != QW_BBR_PROBE_RTT;
+}
+
+/* 1 if a disagreement of the halves may be read as a transient: on whole cycles, or with
+ * no congestion event in the window (else the halves are parts of a sawtooth cycle, and
+ * the cycles, once there are enough, decide). */
+static int transient_may_go(const qw_window *w)
+{
+    uint32_t before = w->first ? w->s[w->first - 1].events : 0;
+
+    return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr || w->events == before;
+}
+
+/* The two halves of the window disagree: the first half was still a transient (cwnd
+ * climbing, a queue filling or draining), not steady state. Measure from the second half
+ * on (it starts a batch, so on the loss-cycle basis it starts a cycle). */
+static void drop_transient(qw_window *w, int mid)
+{
+    if (mid <= w->first || mid >= w->n)
+        return;
+    for (int i = w->first; i < mid; i++)
+        w->est.start_bytes += w->s[i].bytes;
+    w->first = mid;
+    w->start_t = w->s[mid].t0;
+    w->start_after_loss = w->est.basis == QW_BASIS_LOSS_CYCLES;
+    w->est.excluded_s = 0;
+    for (int i = mid; i < w->n; i++)
+        if (w->s[i].excluded)
+            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
+}
+
+/* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
+qw_state qw_feed(qw_window *w, const qw_sample *s)
+{
+    double half_diff = INFINITY;
+    int full = 0, mid = 0;
+
+    if (w->state != QW_OPEN)
+        return w->state;
+    if (s->min_rtt_us && (w->min_rtt_us == 0 || s->min_rtt_us < w->min_rtt_us))
+        w->min_rtt_us = s->min_rtt_us;
+    if (!w->started) {
+        if (!try_start(w, s) && s->t_s - w->open_t >= w->p.max_s * QW_SLACK)
+            qw_stop(w);
+        return w->state;
+    }
+    count_events(w, s);
+    if (s->bbr_mode == QW_BBR_PROBE_RTT)
+        w->slice_probe_rtt = 1;
+    if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK) {
+        close_slice(w, s);
+        full = estimate(w, &half_diff, &mid);
+#ifdef QW_TRACE
+        fprintf(stderr, "qw t=%.3f n=%d full=%d rate=%.4g ci=%.4f hd=%.4f b=%d basis=%d climb=%d rec=%d ev=%u\n",
+                s->t_s, w->n, full, w->est.rate_bps, w->est.ci_frac, half_diff, w->est.batches,
+                w->est.basis, w->climbing, s->in_recovery, w->events);
+#endif
+        if (full && converged(w, s, half_diff)) {
+            w->state = QW_CONVERGED;
+            w->end_t = s->t_s;
+            return w->state;
+        }
+        if (full && half_diff > w->p.tolerance && transient_may_go(w))
+            drop_transient(w, mid);
+    }
+    if (s->t_s - w->open_t >= w->p.max_s - 1e-9 || w->n >= QW_MAX_SLICES)
+        qw_stop(w);
+    return w->state;
+}
+
+/* Close a window still open as not converged, with the estimate so far. */
+void qw_stop(qw_window *w)
+{
+    double half_diff;
+    int mid;
+
+    if (w->state != QW_OPEN)
+        return;
+    w->state = QW_GAVE_UP;
+    w->end_t = w->n ? w->s[w->n - 1].t1 : w->open_t;
+    if (w->n && estimate(w, &half_diff, &mid) == 0 && w->est.batches == 0) {
+        /* Too short for batches: the plain mean of what was counted, no interval. */
+        double b = 0, t = 0;
+
+        unit_sum(w, w->first, w->n, &b, &t);
+        w->est.rate_bps = t > 0 ? b * 8.0 / t : 0;
+        w->est.counted_s = t;
+        w->est.ci_frac = -1;
+    }
+}
+
+/* The latest estimate (rate 0 before the first batch). */
+const qw_estimate *qw_result(const qw_window *w)
+{
+    return &w->est;
+}
+
+/* The figure a full run of full_s seconds would report (see quickwin.h). */
+qw_prediction qw_predict(const qw_window *w, double full_s)
+{
+    qw_prediction p = { 0, -1, 0 };
+    double rest, steady;
+
+    if (w->start_t < 0 || w->est.rate_bps <= 0 || full_s <= 0)
+        return p;
+    rest = fmax(0, full_s - w->start_t);
+    /* BBR re-probes its min RTT when the estimate is 10 s old: cwnd 4 packets for 200 ms
+     * and about a round, and the 10 s start again after it; the window left it out. */
+    if (w->p.bbr) {
+        double prt = BBR_PROBE_RTT_S + (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+
+        p.probe_rtt_s = floor(full_s / (BBR_MIN_RTT_WIN_S + prt)) * prt;
+    }
+    p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
+    steady = w->est.rate_bps * (rest - p.probe_rtt_s);
+    p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
+    /* A prediction interval, not just the mean's: the rest of the run is a new stretch of
+     * the same process, whose own mean varies too (batch variance x batch length / its
+     * length, next to the window's counted_s): the variance grows by 1 + counted / rest. */
+    if (w->est.ci_frac >= 0 && p.rate_bps > 0)
+        p.ci_frac = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
+                    steady / (p.rate_bps * full_s);
+    return p;
+}
+
+/* When measuring began, -1 if it never did. */
+double qw_start_t(const qw_window *w)
+{
+    return w->start_t;
+}
+
+/* When the window closed, -1 while open. */
+double qw_end_t(const qw_window *w)
+{
+    return w->end_t;
+}

@@ -1,0 +1,147 @@
+/* quickwin.h: the converging quick window, a pure function of aggregate samples.
+ *
+ * After slow-start ends the window opens; it starts measuring at the first sample that is
+ * not in a loss recovery and (BBR) not in DRAIN or PROBE_RTT. It cuts the measurement
+ * into RTT-aligned slices, groups the slices into batches that each hold whole cycles of
+ * what the congestion control does in steady state, and stops when the 95 % confidence
+ * interval of the mean rate (batch means, ratio estimator, Student t) is within the
+ * tolerance, the window spans at least min_s, and nothing says the rate is still moving.
+ * It never reads a clock or a socket: prober/tests/test_quickwin.c feeds it series. */
+#ifndef QP_QUICKWIN_H
+#define QP_QUICKWIN_H
+
+#include <stdint.h>
+
+/* BBR's state machine as its gains show it (tcp_bbr.c, bbr_update_gains). */
+typedef enum {
+    QW_BBR_NONE = 0,    /* not BBR, or TCP_CC_INFO not read */
+    QW_BBR_STARTUP,     /* pacing gain 2/ln2 (739/256) */
+    QW_BBR_DRAIN,       /* pacing gain ln2/2 (88/256), cwnd gain still the startup one */
+    QW_BBR_PROBE_BW,    /* cwnd gain 2, pacing gain cycling 1.25, 0.75, 1 x 6 */
+    QW_BBR_PROBE_RTT    /* pacing and cwnd gain both 1 */
+} qw_bbr_mode;
+
+/* What the caller asks of the window. */
+typedef struct {
+    int bbr;                /* the congestion control is BBR (cycles of 8 min RTTs) */
+    double tolerance;       /* CI half-width allowed, as a fraction of the rate (0.03) */
+    double min_s;           /* the window spans at least this long (--quick-ms) */
+    double max_s;           /* ... and is given up this long after it opened */
+    double sample_s;        /* sampling period: no slice is shorter */
+} qw_params;
+
+/* One sample, summed (or worst) over the streams. */
+typedef struct {
+    double t_s;
+    uint64_t delivered_bytes;   /* bytes acked + bytes SACKed (what the kernel counts as
+                                   delivered: no stall during a loss recovery) */
+    uint64_t cwnd_bytes;
+    uint32_t rtt_us;            /* largest smoothed RTT */
+    uint32_t min_rtt_us;        /* smallest min RTT (BBR's own when known) */
+    uint32_t retrans;           /* total retransmissions so far */
+    int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
+    qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
+} qw_sample;
+
+/* Why the window is (not yet) closed. */
+typedef enum {
+    QW_OPEN = 0,        /* keep measuring */
+    QW_CONVERGED,       /* the estimate is within the tolerance */
+    QW_GAVE_UP          /* max_s passed without converging */
+} qw_state;
+
+/* How the batches were formed. */
+typedef enum { QW_BASIS_NONE = 0, QW_BASIS_TIME, QW_BASIS_LOSS_CYCLES, QW_BASIS_BBR_CYCLES } qw_basis;
+
+#define QW_MAX_SLICES 2048
+#define QW_MAX_BATCHES 10
+
+typedef struct {
+    double t0, t1;
+    uint64_t bytes;
+    uint32_t events;        /* congestion events counted since the window started, at t1 */
+    int excluded;           /* PROBE_RTT (or the round right after it): not steady state */
+} qw_slice;
+
+/* The current estimate (also valid while still open). */
+typedef struct {
+    double rate_bps;        /* 0 when there is no estimate yet */
+    double ci_frac;         /* 95 % half-width / rate; < 0 when not computable */
+    int batches;
+    qw_basis basis;
+    double counted_s;       /* time inside the batches */
+    double excluded_s;      /* PROBE_RTT time left out */
+    uint64_t start_bytes;   /* delivered before the counted window began */
+} qw_estimate;
+
+/* What a full run of full_s seconds would report (quickwin.c, qw_predict). */
+typedef struct {
+    double rate_bps;
+    double ci_frac;         /* < 0 when the estimate has no interval */
+    double probe_rtt_s;     /* PROBE_RTT time such a run would spend (BBR) */
+} qw_prediction;
+
+/* Window state; fields private to quickwin.c. */
+typedef struct {
+    qw_params p;
+    qw_state state;
+    double open_t, start_t, end_t;
+    int started;
+    uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
+                                   while cwnd climbs back to it (CUBIC after HyStart) */
+    int start_after_loss;       /* the window began right after a cwnd reduction */
+    double slice_t0;
+    uint64_t slice_bytes0, slice_cwnd0;
+    uint32_t slice_rtt_us;
+    int slice_probe_rtt, after_probe_rtt;
+    uint32_t events, prev_retrans;
+    int prev_recovery;
+    uint32_t min_rtt_us;
+    int climbing;
+    int n, first;               /* slices so far; the first one still counted */
+    qw_slice s[QW_MAX_SLICES];
+    qw_estimate est;
+} qw_window;
+
+/* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
+void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
+             int after_loss);
+
+/* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
+qw_state qw_feed(qw_window *w, const qw_sample *s);
+
+/* Close a window still open (the run ends: -t or a signal) as not converged, with the
+ * estimate of what it measured up to its last slice. */
+void qw_stop(qw_window *w);
+
+/* The latest estimate (rate 0 before the first batch). */
+const qw_estimate *qw_result(const qw_window *w);
+
+/* When measuring began (after recovery / DRAIN / PROBE_RTT), -1 if it never did. */
+double qw_start_t(const qw_window *w);
+
+/* When the window closed (converged or gave up), -1 while open. */
+double qw_end_t(const qw_window *w);
+
+/* The figure a full run of full_s seconds on this connection would report: what was
+ * delivered before the window started, plus the window's steady rate for the rest of the
+ * time (for BBR less the PROBE_RTT visits such a run makes: 200 ms every 10 s). */
+qw_prediction qw_predict(const qw_window *w, double full_s);
+
+/* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
+qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain);
+
+/* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
+const char *qw_bbr_mode_name(qw_bbr_mode m);
+
+/* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
+const char *qw_basis_name(qw_basis b);
+
+/* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
+double qw_t95(int dof);
+
+/* Ratio estimator over n batches (bytes, seconds): rate in bytes/s and the 95 %
+ * half-width as a fraction of it (-1 when n < 2 or the rate is 0). */
+double qw_batch_ci(const double *bytes, const double *secs, int n, double *ci_frac);
+
+#endif
