@@ -27,7 +27,9 @@ def test_iperf2_bytes_match_server_report(iperf2_server, streams):
 
 
 def test_iperf2_quick_mode_ends_early(iperf2_server):
-    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10)
+    # a loose tolerance: loopback's rate swings with the machine's load (see test_prober_iperf3)
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10,
+                    "--quick-tolerance", 50)
     assert run.rc == 0, run
     res = run.last
     assert res["event"] == "result", run
