@@ -49,11 +49,12 @@ static ss_rule ss_decide(ss_detector *d, const ss_sample *s, ss_rule r)
     return r;
 }
 
-/* 1 while the kernel repairs losses (CWR, Recovery, Loss): BBR ignores loss, but TCP
- * still recovers it, and when the holes fill, the cumulative ACK jumps over everything
- * SACKed meanwhile. A quick window opened then counts that jump as throughput: on the
- * lab's japan path (startup overshoot, 1300 retransmissions) it read 372 Mbit/s on a
- * 300 Mbit/s link. So a BBR verdict waits for the recovery to end. */
+/* 1 while the kernel repairs losses (CWR, Recovery, Loss). A Reno / CUBIC verdict waits for
+ * the reduction to end (see ss_ssthresh_test). A BBR one does not: BBR ignores loss, and a
+ * BBR startup that overshoots a small buffer can have a recovery in every round for
+ * seconds while its delivery rate is flat (a plateau all the same). The cumulative-ACK
+ * jump a recovery causes when its holes fill is the quick window's business: it starts
+ * measuring outside recoveries and counts SACKed bytes as delivered (quickwin.h). */
 static int ss_in_recovery(const ss_sample *s)
 {
     return s->ca_state >= 2;
@@ -160,14 +161,17 @@ static ss_rule ss_bbr_kernel_test(const ss_sample *s)
     return s->bbr_pacing_gain < 2u * 256u ? SS_RULE_BBR_PLATEAU : SS_RULE_NONE;
 }
 
-/* BBR's full-bandwidth test, one round per RTT of sample time. */
+/* BBR's full-bandwidth test, one round per RTT of sample time: the kernel's own verdict
+ * when TCP_CC_INFO gives it, and in any case a delivery rate that stopped growing by 25 %
+ * for three rounds (the kernel's own test, which it may not apply: it skips rounds whose
+ * rate samples are application-limited, and a flat rate is the plateau either way). */
 static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
 {
     uint64_t rate;
     if (d->cc != SS_CC_BBR)
         return SS_RULE_NONE;
-    if (s->bbr_pacing_gain != 0)
-        return ss_in_recovery(s) ? SS_RULE_NONE : ss_bbr_kernel_test(s);
+    if (s->bbr_pacing_gain != 0 && ss_bbr_kernel_test(s) != SS_RULE_NONE)
+        return SS_RULE_BBR_PLATEAU;
     /* Without an RTT there are no rounds, and a zero rate is "not measured yet" (the
      * kernel skips such rounds too), so neither may count as a round without growth. */
     if (s->rtt_us == 0 || s->delivery_rate_bps == 0)
@@ -188,10 +192,9 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
         d->rounds_without_growth = 0;
     } else if (d->round_unlimited && ++d->rounds_without_growth >= SS_BBR_ROUNDS) {
         /* as in the kernel, a round that was application-limited throughout says
-         * nothing about the path and does not count; in a recovery the count stays
-         * reached and the next round boundary after it decides */
+         * nothing about the path and does not count */
         d->round_unlimited = 0;
-        return ss_in_recovery(s) ? SS_RULE_NONE : SS_RULE_BBR_PLATEAU;
+        return SS_RULE_BBR_PLATEAU;
     }
     d->round_unlimited = 0;
     return SS_RULE_NONE;

@@ -36,9 +36,9 @@ typedef enum {
     SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
     SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh,
                                    with no cwnd reduction (recovery) under way */
-    SS_RULE_BBR_PLATEAU         /* BBR startup: delivery rate grew < 25 % over 3 rounds
-                                   (the kernel's own verdict when bbr_pacing_gain is known),
-                                   with no loss recovery under way */
+    SS_RULE_BBR_PLATEAU         /* BBR startup over: the kernel's own verdict when
+                                   bbr_pacing_gain is known, or delivery rate grew < 25 %
+                                   over 3 rounds, loss recoveries or not */
 } ss_rule;
 
 /* Which rules the detector may use. */
