@@ -12,7 +12,7 @@ import re
 from django.http import StreamingHttpResponse
 
 from .history import headline_expr
-from .vocab import RESULT_FIELDS
+from .vocab import RESULT_FIELDS, public_failure_reason
 
 MEASUREMENT_CSV_COLUMNS = [
     "slug", "site", "vantage", "mode", "status", "created_at", "started_at", "finished_at",
@@ -22,8 +22,10 @@ MEASUREMENT_CSV_COLUMNS = [
     "failure_code", "failure_reason",
 ]
 
-# What each column is read from: the row's own field, except these three.
-_SOURCES = {"site": "site__slug", "vantage": "vantage__name", "headline_bps": "csv_headline_bps"}
+# What each column is read from: the row's own field, except these. The exports are public, so
+# failure_reason is the code's public meaning, never the stored text (vocab.public_failure_reason).
+_SOURCES = {"site": "site__slug", "vantage": "vantage__name", "headline_bps": "csv_headline_bps",
+            "failure_reason": "failure_code"}
 _QUERY_NAMES = [_SOURCES.get(c, c) for c in MEASUREMENT_CSV_COLUMNS]
 
 
@@ -142,7 +144,7 @@ def measurement_csv_rows(queryset, chunk_size=2000):
     rows = (queryset.annotate(csv_headline_bps=headline_expr())
             .values_list(*_QUERY_NAMES).iterator(chunk_size=chunk_size))
     for values in rows:
-        yield [_cell(v) for v in values]
+        yield [_cell(v) for v in values[:-1]] + [public_failure_reason(values[-1])]
 
 
 # A spreadsheet runs a text cell that starts with one of these as a formula (CSV injection:

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from .vocab import FINISHED_STATUSES, RESULT_FIELDS, FailureCode, Mode, Protocol, Status, vantage_queue
+from .vocab import FINISHED_STATUSES, RESULT_FIELDS, Mode, Protocol, Status, public_failure_reason, vantage_queue
 
 # forms.py (engineer a's, being rewritten) still imports this name; vocab.Mode is the source.
 MODE_CHOICES = Mode.choices
@@ -141,13 +141,7 @@ class Measurement(models.Model):
 
     @property
     def public_failure_reason(self):
-        """What anyone may read about a failure: the code's one-line meaning. The stored reason
-        can hold the prober's stderr, the site's host:port and the cancelling admin's name."""
-        if not self.failure_code:
-            return ""
-        if self.failure_code in FailureCode.values:
-            return FailureCode(self.failure_code).label
-        return "the test failed (see the code)"
+        return public_failure_reason(self.failure_code)
 
     def failure_detail_visible_to(self, user):
         """The full failure reason is for staff and for whoever requested the test."""

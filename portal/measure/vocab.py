@@ -83,6 +83,16 @@ class FailureCode(models.TextChoices):
     IO = "io", "any other socket error (errno text in the reason)"
 
 
+def public_failure_reason(code):
+    """What anyone may read about a failure: its code's one-line meaning. The stored reason can
+    hold the prober's stderr, the site's host:port and the cancelling admin's name."""
+    if not code:
+        return ""
+    if code in FailureCode.values:
+        return FailureCode(code).label
+    return "the test failed (see the code)"
+
+
 PROBER_CODES = frozenset({
     FailureCode.USAGE, FailureCode.DNS, FailureCode.CONNECT_REFUSED, FailureCode.CONNECT_TIMEOUT,
     FailureCode.SERVER_BUSY, FailureCode.SERVER_ERROR, FailureCode.AUTH_REQUIRED, FailureCode.PROTOCOL,

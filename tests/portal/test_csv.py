@@ -45,7 +45,8 @@ def test_csv_exact_content_and_header(api_client, history):
         "2026-11-10T13:00:00+00:00,10,1,65536,,9300000000.0,true,9300000000.0,8100000000.0,,0.84,paper_cwnd_stable,"
         "1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,\r\n"
         "failBBBBBBBB,loopback,local,quick,failed,2026-11-11T12:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,"
-        "connect_refused,connect to 127.0.0.1 port 5201: Connection refused\r\n"
+        # Public: the code's meaning, never the stored reason (host:port, stderr).
+        "connect_refused,nothing listens on the site's port\r\n"
     )
 
 

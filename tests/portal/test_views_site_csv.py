@@ -39,7 +39,8 @@ DONE_ROW = (
 )
 FAILED_ROW = (
     "fail-0302,loopback,local,quick,failed,2026-03-02T23:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,connect_refused,"
-    '"connect to 127.0.0.1 port 5201: ""refused"", sorry"\r\n'
+    # Public: the code's meaning, never the stored reason (host:port, stderr).
+    "nothing listens on the site's port\r\n"
 )
 QUEUED_ROW = "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,\r\n"
 
