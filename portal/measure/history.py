@@ -3,10 +3,11 @@
 Everything here aggregates in the database and returns a bounded amount of data, whatever the
 number of stored measurements: a site tested every few minutes for a year has 100,000 rows,
 and its page must cost about what a page with ten rows costs. Traces are never read here.
+The views cache what these return under the site's data version (pagecache.py); nothing here
+caches.
 """
 import datetime
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Aggregate, Avg, Case, Count, F, FloatField, Max, Min, OuterRef, Q, Subquery, When
 from django.db.models.functions import ExtractHour
@@ -17,9 +18,6 @@ from .vocab import Mode, Status
 
 # Points drawn on the throughput / RTT charts: the newest N finished measurements.
 CHART_POINTS = 500
-# The diurnal profile and the counts change slowly; recomputing them over 100,000 rows on
-# every page view would make the page cost a multiple of the table it shows.
-SUMMARY_TTL_S = 300
 # The time-of-day profile describes the path as it is now: a median over a year would mix in
 # route changes and upgrades (and sorting a year of rows per hour costs ~0.4 s at 100,000).
 PROFILE_DAYS = 90
@@ -83,24 +81,18 @@ def sites_overview(now=None):
 
 def trend_means(now=None):
     """{site pk: (mean of the last 7 days, mean of the 21 days before)}, for every site in one
-    grouped query over four weeks of rows. It moves slowly and costs ~10 ms per busy site, so
-    it is kept for SUMMARY_TTL_S."""
-    key = "measure:trend-means"
-    means = cache.get(key) if now is None else None
-    if means is None:
-        now = now or timezone.now()
-        recent_start = now - datetime.timedelta(days=TREND_RECENT_DAYS)
-        prior_start = recent_start - datetime.timedelta(days=TREND_PRIOR_DAYS)
-        rows = (
-            Measurement.objects.filter(status=Status.DONE, created_at__gte=prior_start, created_at__lt=now)
-            .values("site")
-            .annotate(recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
-                      prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)))
-            .values_list("site", "recent", "prior")
-        )
-        means = {site: (recent, prior) for site, recent, prior in rows}
-        cache.set(key, means, SUMMARY_TTL_S)
-    return means
+    grouped query over four weeks of rows (~10 ms per busy site)."""
+    now = now or timezone.now()
+    recent_start = now - datetime.timedelta(days=TREND_RECENT_DAYS)
+    prior_start = recent_start - datetime.timedelta(days=TREND_PRIOR_DAYS)
+    rows = (
+        Measurement.objects.filter(status=Status.DONE, created_at__gte=prior_start, created_at__lt=now)
+        .values("site")
+        .annotate(recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
+                  prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)))
+        .values_list("site", "recent", "prior")
+    )
+    return {site: (recent, prior) for site, recent, prior in rows}
 
 
 def trend_pct(recent, prior):
@@ -109,26 +101,9 @@ def trend_pct(recent, prior):
     return 100.0 * (recent - prior) / prior
 
 
-def site_with_version():
-    """Sites annotated with their newest measurement (pk, status, created_at): one indexed
-    lookup in the same query, and what cached site fragments are keyed on. A new test, or
-    the newest one changing state, makes a new key."""
-    newest = Measurement.objects.filter(site=OuterRef("pk")).order_by("-created_at")
-    return Site.objects.annotate(latest_pk=Subquery(newest.values("pk")[:1]),
-                                 latest_status=Subquery(newest.values("status")[:1]),
-                                 latest_created=Subquery(newest.values("created_at")[:1]))
-
-
-def site_summary(site):
-    key = f"measure:site-summary:{site.pk}"
-    summary = cache.get(key)
-    if summary is None:
-        summary = _compute_summary(site)
-        cache.set(key, summary, SUMMARY_TTL_S)
-    return summary
-
-
-def _compute_summary(site, now=None):
+def site_summary(site, now=None):
+    """Counts, the hour-of-day profile and the streams x window table: ~0.3 s at 100,000 rows,
+    which is why the page caches it."""
     now = now or timezone.now()
     mine = Measurement.objects.filter(site=site)
     counts = mine.aggregate(

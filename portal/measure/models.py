@@ -9,8 +9,8 @@ import zlib
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
-from django.db import models
-from django.db.models import Q
+from django.db import models, transaction
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -46,12 +46,25 @@ class Site(models.Model):
     notes = models.TextField(blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Bumped in the same transaction as any change to the site or its measurements: the key of
+    # everything cached about the site (pagecache.py), so a cached page is never stale.
+    data_version = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            # Writing back the version this instance was read with could return the site to a
+            # version whose cached pages predate the change.
+            kwargs["update_fields"] = [f.name for f in self._meta.concrete_fields
+                                       if not f.primary_key and f.name != "data_version"]
+        with transaction.atomic(using=kwargs.get("using")):
+            super().save(*args, **kwargs)
+            bump_versions([self.pk])
 
     def get_absolute_url(self):
         return reverse("measure:site", kwargs={"slug": self.slug})
@@ -64,6 +77,12 @@ class Site(models.Model):
                 check_site_host(self.host)
             except ValidationError as exc:
                 raise ValidationError({"host": exc.messages}) from None
+
+
+def bump_versions(site_ids=None):
+    """New data versions for these sites (all sites if None); call inside the writing transaction."""
+    sites = Site.objects.all() if site_ids is None else Site.objects.filter(pk__in=set(site_ids))
+    sites.update(data_version=F("data_version") + 1)
 
 
 class Vantage(models.Model):
@@ -84,8 +103,58 @@ class Vantage(models.Model):
     def queue_name(self):
         return vantage_queue(self.name)
 
+    def save(self, *args, **kwargs):
+        # Site pages show vantage names: a rename must not be hidden by a cached page.
+        with transaction.atomic(using=kwargs.get("using")):
+            super().save(*args, **kwargs)
+            bump_versions()
+
+
+# Measurement columns that no page shows: writing only these (the running test's heartbeat,
+# every HEARTBEAT_INTERVAL_S) need not make the site's cached pages new.
+UNSHOWN_FIELDS = frozenset({"heartbeat_at"})
+
+
+class MeasurementQuerySet(models.QuerySet):
+    """Every write of measurements through the ORM bumps their sites' data versions in the same
+    transaction (pagecache.py explains why): freshness by construction, whoever writes."""
+
+    def _sites(self):
+        return list(self.order_by().values_list("site_id", flat=True).distinct())
+
+    def update(self, **kwargs):
+        if set(kwargs) <= UNSHOWN_FIELDS:
+            return super().update(**kwargs)
+        with transaction.atomic(using=self.db, savepoint=False):
+            # Writers select rows by pk (or a status that only they change), so the rows read
+            # here are the rows updated below.
+            site_ids = self._sites()
+            count = super().update(**kwargs)
+            if count:
+                bump_versions(site_ids)
+        return count
+
+    update.alters_data = True
+
+    def delete(self):
+        with transaction.atomic(using=self.db, savepoint=False):
+            site_ids = self._sites()
+            deleted = super().delete()
+            bump_versions(site_ids)
+        return deleted
+
+    delete.alters_data = True
+
+    def bulk_create(self, objs, *args, **kwargs):
+        with transaction.atomic(using=self.db, savepoint=False):
+            created = super().bulk_create(objs, *args, **kwargs)
+            bump_versions(obj.site_id for obj in created)
+        return created
+
 
 class Measurement(models.Model):
+    objects = MeasurementQuerySet.as_manager()
+
     slug = models.SlugField(max_length=16, unique=True, default=new_measurement_slug, editable=False)
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="measurements")
     vantage = models.ForeignKey(Vantage, on_delete=models.PROTECT, related_name="measurements")
@@ -128,6 +197,17 @@ class Measurement(models.Model):
 
     def get_absolute_url(self):
         return reverse("measure:measurement", kwargs={"slug": self.slug})
+
+    def save(self, *args, **kwargs):
+        with transaction.atomic(using=kwargs.get("using")):
+            super().save(*args, **kwargs)
+            bump_versions([self.site_id])
+
+    def delete(self, *args, **kwargs):
+        with transaction.atomic(using=kwargs.get("using")):
+            deleted = super().delete(*args, **kwargs)
+            bump_versions([self.site_id])
+        return deleted
 
     @property
     def headline_bps(self):

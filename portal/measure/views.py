@@ -3,17 +3,13 @@
 Domain work (creating and enqueuing a measurement, reading progress, packing traces) lives in
 models and plain modules; these functions only pick rows, check access and render.
 """
-import functools
 
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
-from django.core.cache.backends.locmem import LocMemCache
-from django.db.models.signals import post_delete, post_save
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import history, progress
+from . import history, pagecache, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
@@ -23,71 +19,6 @@ from .trace import trace_csv_rows
 from .vocab import Phase, Status
 
 TABLE_PAGE_SIZE = 25
-# Anonymous readers get stored copies of pages that are read far more often than they change:
-# rendering a 100,000-row site or a 16-stream trace costs tens of milliseconds, a copy costs
-# one cache read and no database query. Logged-in users see their name and a CSRF token in
-# the header, so their pages are always rendered fresh.
-# A finished measurement never changes; the TTL only bounds how long a deleted one lingers.
-PERMALINK_CACHE_S = 600
-# Like IEPM-BW's regenerated pages, an anonymous site page may be this old (plus up to
-# LOCAL_SITE_PAGE_S when a process took its copy late in that time).
-SITE_PAGE_CACHE_S = 60
-
-
-# In front of the shared cache, each process keeps a few small copies of its own: a read from
-# Redis is a round trip to another process, which on a busy host costs more than the rest of
-# the request. Bounded in count and size (a 16-stream, 60 s trace page is megabytes), and
-# short-lived for site pages, whose shared copy may itself be SITE_PAGE_CACHE_S old.
-_local_copies = LocMemCache("portal-page-copies", {"TIMEOUT": 10, "OPTIONS": {"MAX_ENTRIES": 64}})
-LOCAL_COPY_MAX_BYTES = 512 * 1024
-LOCAL_SITE_PAGE_S = 10
-
-
-def _forget_local_copies(**kwargs):
-    # A row saved in this process (a new request, the admin, a test's factory) must not be
-    # hidden by a copy made before it; rows the worker updates expire with the TTLs.
-    _local_copies.clear()
-
-
-for _model in (Measurement, MeasurementTrace, Site):
-    post_save.connect(_forget_local_copies, sender=_model, dispatch_uid=f"pages-local-{_model.__name__}")
-    post_delete.connect(_forget_local_copies, sender=_model, dispatch_uid=f"pages-local-del-{_model.__name__}")
-
-
-def _page_key(request, name):
-    """The key of an anonymous copy, or None when the URL is not the page's canonical form:
-    copies are made only of URLs the pages link to (no query, or ?page=N), so made-up query
-    strings cannot fill the cache."""
-    params = request.GET
-    if params and not (list(params) == ["page"] and params["page"].isdigit() and params["page"][0] != "0"
-                       and name.startswith("site:")):
-        return None
-    return f"page:{name}:{request.get_host()}:{request.get_full_path()}"
-
-
-def _cached_copy(request, name, local_ttl):
-    if request.user.is_authenticated:
-        return None
-    key = _page_key(request, name)
-    if key is None:
-        return None
-    body = _local_copies.get(key)
-    if body is None:
-        body = cache.get(key)
-        if body is None:
-            return None
-        if len(body) <= LOCAL_COPY_MAX_BYTES:
-            _local_copies.set(key, body, local_ttl)
-    return HttpResponse(body)
-
-
-def _keep_copy(request, name, response, ttl, local_ttl):
-    key = None if request.user.is_authenticated or response.status_code != 200 else _page_key(request, name)
-    if key is not None:
-        cache.set(key, response.content, ttl)
-        if len(response.content) <= LOCAL_COPY_MAX_BYTES:
-            _local_copies.set(key, response.content, local_ttl)
-    return response
 
 
 @require_GET
@@ -98,7 +29,7 @@ def healthz(request):
 
 @require_GET
 def sites(request):
-    return render(request, "measure/sites.html", {"sites": history.sites_overview()})
+    return render(request, "measure/sites.html", {"sites": pagecache.for_all_sites("overview", history.sites_overview)})
 
 
 @login_required
@@ -152,10 +83,6 @@ def _get_measurement(slug):
 
 @require_GET
 def measurement(request, slug):
-    # Polls must see the live status, so only full-page reads may use a stored copy.
-    copy = None if request.htmx else _cached_copy(request, f"m:{slug}", PERMALINK_CACHE_S)
-    if copy is not None:
-        return copy
     m = _get_measurement(slug)
     if request.htmx:
         if m.is_finished:
@@ -169,11 +96,9 @@ def measurement(request, slug):
         context.update(_progress_context(m))
         return render(request, "measure/measurement.html", context)
 
-    # Loaded only if the template's cached trace fragment is missing (memoised: the template
-    # asks several times).
-    context["trace"] = functools.cache(lambda: _trace_dict_or_none(m))
-    response = render(request, "measure/measurement.html", context)
-    return _keep_copy(request, f"m:{slug}", response, PERMALINK_CACHE_S, PERMALINK_CACHE_S)
+    # Decompressing and thinning a long multi-stream trace is the page's main cost.
+    context["trace"] = pagecache.for_site(m.site, "chart-trace", lambda: _trace_dict_or_none(m), m.pk)
+    return render(request, "measure/measurement.html", context)
 
 
 # A chart is at most ~1000 pixels wide: a 60 s, 16-stream trace at 20 ms (3000 samples) would
@@ -256,24 +181,13 @@ def trace_json(request, slug):
 
 @require_GET
 def site_history(request, slug):
-    copy = _cached_copy(request, f"site:{slug}", min(LOCAL_SITE_PAGE_S, SITE_PAGE_CACHE_S))
-    if copy is not None:
-        return copy
-    site = get_object_or_404(history.site_with_version(), slug=slug)
+    site = get_object_or_404(Site, slug=slug)
     page = _page_number(request.GET.get("page"))
-    # Evaluated only when the template's content fragment (keyed on the site's newest row)
-    # is not cached; memoised because the template reads each more than once.
-    context = {
-        "site": site,
-        "page": page,
-        "summary": functools.cache(lambda: history.site_summary(site)),
-        "chart": functools.cache(lambda: history.chart_points(site)),
-        "table": functools.cache(lambda: dict(zip(("rows", "has_next"),
-                                                  history.recent_page(site, page, TABLE_PAGE_SIZE)))),
-        "fragment_ttl": SITE_PAGE_CACHE_S,
-    }
-    response = render(request, "measure/site.html", context)
-    return _keep_copy(request, f"site:{slug}", response, SITE_PAGE_CACHE_S, min(LOCAL_SITE_PAGE_S, SITE_PAGE_CACHE_S))
+    context = pagecache.for_site(site, "history", lambda: {"summary": history.site_summary(site),
+                                                           "chart": history.chart_points(site)})
+    rows, has_next = pagecache.for_site(site, "table", lambda: history.recent_page(site, page, TABLE_PAGE_SIZE), page)
+    return render(request, "measure/site.html", {**context, "site": site, "page": page,
+                                                 "table": {"rows": rows, "has_next": has_next}})
 
 
 def _page_number(raw):

@@ -209,11 +209,30 @@ def test_trace_download_unknown_slug_404(client, db, suffix):
     assert client.get(f"/m/nope/{suffix}").status_code == 404
 
 
-def test_permalink_finished_anonymous_copy_reused(client, done_measurement, django_assert_num_queries):
+def test_permalink_trace_read_once_per_site_version(client, done_measurement, django_assert_num_queries):
     first = client.get(f"/m/{done_measurement.slug}/").content
-    with django_assert_num_queries(0):
+    # The measurement (with its site's version) only: the chart trace is the cached entry.
+    with django_assert_num_queries(1):
         second = client.get(f"/m/{done_measurement.slug}/").content
     assert second == first
+    factories.make_measurement(site=done_measurement.site, vantage=done_measurement.vantage)
+    with django_assert_num_queries(2):  # a new version of the site: the trace is read again
+        assert client.get(f"/m/{done_measurement.slug}/").content == first
+
+
+def test_permalink_deleted_measurement_404_at_once(client, done_measurement):
+    assert client.get(f"/m/{done_measurement.slug}/").status_code == 200
+    done_measurement.delete()
+    assert client.get(f"/m/{done_measurement.slug}/").status_code == 404
+
+
+def test_permalink_failed_by_admin_shows_failure_at_once(client, measurement):
+    from portal.measure.models import Measurement
+
+    assert "in progress" in client.get(f"/m/{measurement.slug}/").content.decode()
+    Measurement.objects.filter(pk=measurement.pk).update(status="failed", failure_code="cancelled")
+    html = client.get(f"/m/{measurement.slug}/").content.decode()
+    assert '<code>cancelled</code>' in html
 
 
 def test_permalink_logged_in_page_not_shared_with_anonymous(client, done_measurement, user):
@@ -240,36 +259,7 @@ def test_progress_poll_ignores_stored_copy(client, measurement):
     assert client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").status_code == 286
 
 
-def test_permalink_local_copy_survives_redis_loss(client, done_measurement, settings, django_assert_num_queries):
-    client.get(f"/m/{done_measurement.slug}/")
-    # Another prefix is an empty shared cache: the process's own copy still answers.
-    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": "test-views-empty"}}
-    with django_assert_num_queries(0):
-        assert client.get(f"/m/{done_measurement.slug}/").status_code == 200
-
-
-def test_permalink_local_copies_dropped_when_rows_saved_here(client, done_measurement):
-    from portal.measure import views
-
-    client.get(f"/m/{done_measurement.slug}/")
-    assert len(views._local_copies._cache) == 1
-    factories.make_site()
-    assert len(views._local_copies._cache) == 0
-
-
-def test_permalink_large_page_not_kept_locally(client, site, vantage):
-    from portal.measure import views
-
-    big = factories.sample_trace_dict(n=3000, streams=tuple(range(1, 17)))
-    m = factories.make_done_measurement(site=site, vantage=vantage, trace=big)
-    response = client.get(f"/m/{m.slug}/")
-    assert len(response.content) > views.LOCAL_COPY_MAX_BYTES
-    assert len(views._local_copies._cache) == 0
-    # ... but the shared cache has it.
-    assert client.get(f"/m/{m.slug}/").content == response.content
-
-
-def test_permalink_logged_in_trace_fragment_cached(client, user, done_measurement, django_assert_num_queries):
+def test_permalink_logged_in_trace_cached_too(client, user, done_measurement, django_assert_num_queries):
     client.force_login(user)
     first = client.get(f"/m/{done_measurement.slug}/").content.decode()
     # session, user, measurement: the trace is not loaded again
@@ -278,15 +268,6 @@ def test_permalink_logged_in_trace_fragment_cached(client, user, done_measuremen
     # (The header's CSRF token is masked afresh on every render.)
     assert second.split("<main>")[1] == first.split("<main>")[1]
     assert '<script id="trace-data" type="application/json">' in second
-
-
-def test_permalink_query_string_not_kept(client, done_measurement):
-    from portal.measure import views
-
-    assert client.get(f"/m/{done_measurement.slug}/?x=1").status_code == 200
-    assert len(views._local_copies._cache) == 0
-    client.get(f"/m/{done_measurement.slug}/")
-    assert len(views._local_copies._cache) == 1
 
 
 def test_permalink_long_trace_thinned_for_charts_downloads_complete(client, site, vantage):

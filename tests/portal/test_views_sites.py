@@ -71,13 +71,16 @@ def test_sites_overview_one_query_for_the_table(client, site, vantage, make_site
         other = make_site(name=f"Other {n}", slug=f"other-{n}")
         _done(other, vantage, _ago(hours=n + 1), quick_bps=1e9)
         _done(other, vantage, _ago(days=9), quick_bps=2e9)
-    # The table, and the trend means of all sites in one grouped query ...
-    with django_assert_num_queries(2):
+    # The sites' data versions, the table, and the trend means of all sites in one grouped query ...
+    with django_assert_num_queries(3):
         response = client.get("/")
     assert response.content.decode().count('<span class="down">▼ -50.0 %</span>') == 4
-    # ... which are then kept a while: one query per view, whatever the number of sites.
+    # ... which are then kept while no site changes: one query per view, whatever the number of sites.
     with django_assert_num_queries(1):
         client.get("/")
+    newest = _done(site, vantage, _ago(hours=1), quick_bps=1e9)
+    assert newest.slug not in response.content.decode()
+    assert newest.slug in client.get("/").content.decode()  # a new result is on the next view
 
 
 def test_sites_overview_trend_flat_and_down(client, site, vantage, make_site):

@@ -12,9 +12,6 @@ def isolated_cache(settings):
     cache = dict(settings.CACHES["default"])
     cache["KEY_PREFIX"] = f"test-views-{uuid.uuid4().hex}"
     settings.CACHES = {"default": cache}
-    from portal.measure import views
-
-    views._local_copies.clear()
 
 
 def assert_login_redirect(response, path):
