@@ -11,7 +11,7 @@ TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
 
-.PHONY: all prober check-prober venv test run bench-prober bench-quick bench-portal fuzz lab clean
+.PHONY: all prober check-prober venv lint test run bench-prober bench-quick bench-portal fuzz lab clean
 
 all: prober
 
@@ -29,7 +29,11 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
-test: venv prober lab check-prober
+# Lint first: a lint error fails `make test` (and so CI) in seconds. Rules: pyproject.toml.
+lint: venv
+	$(PY) -m ruff check .
+
+test: venv lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -5,6 +5,7 @@ from django.core.cache import cache
 
 from .models import Measurement
 from .vocab import Phase, Status
+
 SAMPLE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
 TTL_S = 3600
 

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from portal.middleware import POLICY
 from tests.browser.pwhelpers import canvas_ink
 

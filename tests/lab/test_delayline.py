@@ -9,8 +9,6 @@ import time
 
 import pytest
 
-from tests.lab.conftest import labctl
-
 TCP_INFO_MIN_RTT_OFFSET = 148   # struct tcp_info's tcpi_min_rtt (u32, microseconds)
 
 

@@ -1,7 +1,6 @@
 """labctl: the command line, the named paths, and teardown that survives SIGKILL."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time

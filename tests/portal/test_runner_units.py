@@ -4,10 +4,10 @@ import pytest
 from django.db import IntegrityError
 
 from portal.measure import progress, runner
-from workers import prober
 from portal.measure.models import Measurement, MeasurementTrace
 from portal.measure.trace import TraceBuilder
 from tests import factories
+from workers import prober
 
 
 def test_claim_queued_once_only(measurement):

@@ -1,11 +1,10 @@
 """The slow-start detector on emulated WAN paths (the path lab): on loopback slow-start is
 over in a few milliseconds and every rule looks right; here each rule has a path where it
 alone is the right answer. Skipped, with the lab's reason, where the lab cannot run."""
-import json
 
 import pytest
 
-from tests.lab.conftest import built_delayline, labctl, lab_ready, make_lab  # noqa: F401
+from tests.lab.conftest import built_delayline, lab_ready, labctl, make_lab  # noqa: F401
 from tests.prober import qp
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(120)]
