@@ -177,6 +177,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
         after_loss |= r->streams[i].ti.total_retrans > 0;
     }
     p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
+    /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
+    p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
     r->quick_open = 1;
     out_phase("measuring", a->t);
@@ -204,6 +206,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->cwnd_bytes += ti->cwnd_bytes;
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;
+        q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))

@@ -26,9 +26,6 @@
 
 #include <math.h>
 #include <string.h>
-#ifdef QW_TRACE
-#include <stdio.h>
-#endif
 
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_MIN_CYCLE_BATCHES 3  /* whole cycles needed before their batches are used */
@@ -291,8 +288,7 @@ static void close_slice(qw_window *w, const qw_sample *s)
         w->est.excluded_s += sl->t1 - sl->t0;
     w->after_probe_rtt = w->slice_probe_rtt;
     w->slice_probe_rtt = s->bbr_mode == QW_BBR_PROBE_RTT;
-    /* Climbing back: below where slow-start left cwnd and still growing, before the
-     * sawtooth has shown itself (after a few cycles the cycles decide). */
+    /* Climbing back: below where slow-start left cwnd and still growing. */
     w->climbing = !w->p.bbr && s->cwnd_bytes < w->exit_cwnd_bytes &&
                   s->cwnd_bytes > w->slice_cwnd0;
     w->slice_t0 = s->t_s;
@@ -325,6 +321,7 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
     w->prev_recovery = 0;
+    w->limited_us0 = s->limited_us;
     return 1;
 }
 
@@ -339,6 +336,36 @@ static void count_events(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
 }
 
+/* 1 if the standing queue proves the link is full and stays full through a cut now:
+ * (srtt - min RTT) / min RTT, the queue in BDPs (a queue only builds at a full link, whose
+ * rate x min RTT is the BDP), is at least (1 - beta) / beta. */
+static int link_full(const qw_window *w, const qw_sample *s)
+{
+    return w->min_rtt_us && s->rtt_us > w->min_rtt_us && w->p.beta > 0 &&
+           (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us >= (1.0 - w->p.beta) / w->p.beta;
+}
+
+/* Loss-based cc: 1 if the window has seen what the sawtooth does to the rate, or can tell
+ * that it does nothing to it. A cut sets cwnd to beta x cwnd, and the link stays full only
+ * if that is still at least the BDP, i.e. if the queue at the cut is at least
+ * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
+ * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis);
+ * - or the standing queue now proves that a cut now would leave the link full:
+ *   (srtt - min RTT) / min RTT >= (1 - beta) / beta (the queue in BDPs: a queue only
+ *   builds at a full link, whose rate x min RTT is the BDP). One or two cuts seen are not
+ *   enough by themselves: random losses cut again before cwnd regrows, and cwnd falls
+ *   from slow-start's level to its loss equilibrium over many cycles (the lossy path);
+ * - or cwnd does not matter: the stream spent most of the window limited by the
+ *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
+static int sawtooth_known(const qw_window *w, const qw_sample *s)
+{
+    double span_us = (s->t_s - w->start_t) * 1e6;
+
+    if (w->p.bbr || w->est.basis == QW_BASIS_LOSS_CYCLES || link_full(w, s))
+        return 1;
+    return span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us;
+}
+
 /* 1 if the window may stop at sample s with the estimate just computed. */
 static int converged(const qw_window *w, const qw_sample *s, double half_diff)
 {
@@ -348,7 +375,14 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
         return 0;
     if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance)
         return 0;
-    if (e->basis != QW_BASIS_LOSS_CYCLES && (w->climbing || s->in_recovery))
+    if (e->basis != QW_BASIS_LOSS_CYCLES && s->in_recovery)
+        return 0;
+    /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut): the
+     * rate climbs with it until a standing queue shows the link is full (from there on a
+     * larger cwnd only lengthens the queue) */
+    if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !link_full(w, s))
+        return 0;
+    if (!sawtooth_known(w, s))
         return 0;
     return s->bbr_mode != QW_BBR_PROBE_RTT;
 }
@@ -402,11 +436,6 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK) {
         close_slice(w, s);
         full = estimate(w, &half_diff, &mid);
-#ifdef QW_TRACE
-        fprintf(stderr, "qw t=%.3f n=%d full=%d rate=%.4g ci=%.4f hd=%.4f b=%d basis=%d climb=%d rec=%d ev=%u\n",
-                s->t_s, w->n, full, w->est.rate_bps, w->est.ci_frac, half_diff, w->est.batches,
-                w->est.basis, w->climbing, s->in_recovery, w->events);
-#endif
         if (full && converged(w, s, half_diff)) {
             w->state = QW_CONVERGED;
             w->end_t = s->t_s;

@@ -28,6 +28,7 @@ typedef struct {
     double min_s;           /* the window spans at least this long (--quick-ms) */
     double max_s;           /* ... and is given up this long after it opened */
     double sample_s;        /* sampling period: no slice is shorter */
+    double beta;            /* loss-based cc's multiplicative decrease (CUBIC 0.7, Reno 0.5) */
 } qw_params;
 
 /* One sample, summed (or worst) over the streams. */
@@ -41,6 +42,8 @@ typedef struct {
     uint32_t retrans;           /* total retransmissions so far */
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
+    uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
+                                   (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
 } qw_sample;
 
 /* Why the window is (not yet) closed. */
@@ -98,6 +101,7 @@ typedef struct {
     int prev_recovery;
     uint32_t min_rtt_us;
     int climbing;
+    uint64_t limited_us0;       /* limited_us when measuring started */
     int n, first;               /* slices so far; the first one still counted */
     qw_slice s[QW_MAX_SLICES];
     qw_estimate est;
