@@ -10,14 +10,19 @@ import os
 from celery import Celery
 from django.conf import settings
 
-from portal.measure.vocab import SHARED_QUEUE, TASK_REAP, TASK_SWEEP
+from portal.measure.vocab import (
+    SHARED_QUEUE,
+    TASK_REAP,
+    TASK_SWEEP_FIRE,
+    TASK_SWEEP_START_RUN,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_default_queue = SHARED_QUEUE
-app.conf.task_routes = {TASK_REAP: {"queue": SHARED_QUEUE}, TASK_SWEEP: {"queue": SHARED_QUEUE}}
+app.conf.task_routes = {name: {"queue": SHARED_QUEUE} for name in (TASK_REAP, TASK_SWEEP_FIRE, TASK_SWEEP_START_RUN)}
 app.autodiscover_tasks()
 # Named, not imported: the step's module needs the models, which exist only once the worker
 # has set Django up; the blueprint resolves the name then.
@@ -25,11 +30,9 @@ app.steps["worker"].add("portal.measure.vantages:VantagePresence")
 
 
 def beat_schedule():
-    schedule = {"reap-lost-measurements": {"task": TASK_REAP, "schedule": settings.REAPER_INTERVAL_S}}
-    if settings.SWEEP_INTERVAL_S:
-        schedule["sweep"] = {"task": TASK_SWEEP, "schedule": settings.SWEEP_INTERVAL_S,
-                             "kwargs": {"mode": settings.SWEEP_MODE, "duration_s": settings.SWEEP_DURATION_S}}
-    return schedule
+    # The static entries. Beat runs django-celery-beat's DatabaseScheduler (settings), which
+    # copies these into its table; each sweep has its own row there (portal/sweeps/schedule.py).
+    return {"reap-lost-measurements": {"task": TASK_REAP, "schedule": settings.REAPER_INTERVAL_S}}
 
 
 @app.on_after_configure.connect

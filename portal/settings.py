@@ -125,7 +125,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "django_celery_beat",
     "portal.measure",
+    "portal.sweeps",
     "axes",
 ]
 
@@ -293,12 +295,14 @@ SITE_BUSY_RETRIES = env_number("SITE_BUSY_RETRIES", 60, minimum=0)
 SERVER_BUSY_RETRIES = env_number("SERVER_BUSY_RETRIES", 5, minimum=0)
 RETRY_BASE_S = env_number("RETRY_BASE_S", 2.0, kind=float, minimum=0.0)
 RETRY_MAX_S = env_number("RETRY_MAX_S", 30.0, kind=float, minimum=0.0)
-# Regular sweeps over all sites (0 = none; `manage.py sweep` runs one by hand).
-SWEEP_INTERVAL_S = env_number("SWEEP_INTERVAL_S", 0.0, kind=float, minimum=0.0)
-SWEEP_MODE = env_str("SWEEP_MODE", "quick")
-if SWEEP_MODE not in {"quick", "full", "validate"}:
-    raise ImproperlyConfigured(f"SWEEP_MODE={SWEEP_MODE!r}: expected quick, full or validate")
-SWEEP_DURATION_S = env_number("SWEEP_DURATION_S", 10, minimum=1)
+# Sweeps are defined in the admin (portal/sweeps) and scheduled by beat's DatabaseScheduler.
+# The old environment-variable sweep is gone; a deployment still setting it must hear so.
+for _gone in ("SWEEP_INTERVAL_S", "SWEEP_MODE", "SWEEP_DURATION_S"):
+    if env_str(_gone) not in (None, "0"):
+        raise ImproperlyConfigured(f"{_gone} is no longer read: define a sweep in the admin (Sweeps) or with "
+                                   f"`manage.py sweep create NAME --every 1h`, and unset {_gone}")
+# Where pages are served, for links printed outside a request (`manage.py sweep run`).
+PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 # Per-user request limits (portal/measure/quotas.py); admins override them per user or group
 # in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
 QUOTA_TESTS_PER_HOUR = env_number("QUOTA_TESTS_PER_HOUR", 20, minimum=0) or None
@@ -317,6 +321,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Publishing a task: a few quick attempts, then the caller carries on and the watchdog sends it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+# Beat's schedule lives in the database (django-celery-beat): sweeps edited in the admin take
+# effect without restarting beat. The static entries (the reaper) are copied in at start.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 HOSTNAME = socket.gethostname()
 

@@ -6,8 +6,7 @@ import logging
 from celery import shared_task
 
 from . import reaper, runner, vantages
-from .sweeps import sweep as run_sweep
-from .vocab import TASK_REAP, TASK_REGISTER_VANTAGE, TASK_RUN, TASK_SWEEP
+from .vocab import TASK_REAP, TASK_REGISTER_VANTAGE, TASK_RUN
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +28,3 @@ def reap():
 @shared_task(name=TASK_REGISTER_VANTAGE, ignore_result=True)
 def register_vantage(name):
     vantages.register_vantage(name)
-
-
-@shared_task(name=TASK_SWEEP, ignore_result=True)
-def sweep(mode="quick", duration_s=10, streams=1):
-    queued = run_sweep(mode=mode, duration_s=duration_s, streams=streams)
-    log.info("sweep queued %d measurements", len(queued))

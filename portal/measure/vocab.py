@@ -64,6 +64,7 @@ class FailureCode(models.TextChoices):
     OVERRAN = "overran", "the prober ran past duration + PROBER_MARGIN_S and was killed"
     ABANDONED = "abandoned", "the row was failed (reaped or cancelled) while the prober ran; the prober was stopped"
     CANCELLED = "cancelled", "an administrator cancelled the test (admin action)"
+    VANTAGE_OFFLINE = "vantage_offline", "the vantage's worker stopped heartbeating; its queued tests were failed at once"
     PROBER_MISSING = "prober_missing", "the worker could not start the prober binary (QUICKPROBE_BIN)"
     PROBER_OUTPUT = "prober_output", "the prober wrote something that is not a JSON Lines event (EVENTS.md)"
     PROBER_CRASHED = "prober_crashed", "the prober exited (or was killed) without a result or error event"
@@ -103,7 +104,9 @@ PROBER_CODES = frozenset({
 TASK_RUN = "measure.run"
 TASK_REAP = "measure.reap"
 TASK_REGISTER_VANTAGE = "measure.register_vantage"
-TASK_SWEEP = "measure.sweep"
+# portal/sweeps: beat fires a sweep; a run with a random start offset starts later.
+TASK_SWEEP_FIRE = "sweeps.fire"
+TASK_SWEEP_START_RUN = "sweeps.start_run"
 
 # The queue every worker consumes (reaper, sweeps); measurements go to their vantage's queue.
 SHARED_QUEUE = "celery"

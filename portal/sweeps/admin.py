@@ -1,0 +1,106 @@
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from . import planning
+from .forms import SweepForm
+from .models import Sweep, SweepRun
+
+
+@admin.register(Sweep)
+class SweepAdmin(admin.ModelAdmin):
+    form = SweepForm
+    list_display = ("name", "enabled", "schedule", "matrix", "scope", "last_run")
+    list_filter = ("enabled",)
+    search_fields = ("name",)
+    filter_horizontal = ("sites", "vantages")
+    actions = ["run_now", "pause", "resume"]
+    readonly_fields = ("recent_runs",)
+    fieldsets = [
+        (None, {"fields": ("name", "enabled")}),
+        ("Targets", {"fields": ("all_sites", "sites", "all_vantages", "vantages")}),
+        ("Parameter matrix", {"fields": ("modes_text", "windows_text", "streams_text", "congestion_text",
+                                         "duration_s")}),
+        ("Schedule and limits", {"fields": ("every_text", "cron", "slip_text", "budget_text")}),
+        ("Runs", {"fields": ("recent_runs",)}),
+    ]
+
+    @admin.display(description="schedule")
+    def schedule(self, sweep):
+        return sweep.schedule_text
+
+    @admin.display(description="settings")
+    def matrix(self, sweep):
+        return f"{len(sweep.settings_matrix())} ({', '.join(sweep.modes)}; -P {','.join(map(str, sweep.streams))})"
+
+    @admin.display(description="sites x vantages")
+    def scope(self, sweep):
+        sites = "all sites" if sweep.all_sites else f"{sweep.sites.count()} site(s)"
+        vantages = "all vantages" if sweep.all_vantages else f"{sweep.vantages.count()} vantage(s)"
+        return f"{sites} x {vantages}"
+
+    @admin.display(description="last run")
+    def last_run(self, sweep):
+        run = sweep.runs.order_by("-created_at").first()
+        if run is None:
+            return "–"
+        return format_html('<a href="{}">{:%Y-%m-%d %H:%M}</a>', run.get_absolute_url(), run.created_at)
+
+    @admin.display(description="recent runs")
+    def recent_runs(self, sweep):
+        runs = sweep.runs.order_by("-created_at")[:10] if sweep.pk else []
+        if not runs:
+            return "none yet"
+        return format_html("<ul>{}</ul>", format_html_join(
+            "", '<li><a href="{}">{:%Y-%m-%d %H:%M:%S} UTC</a> ({})</li>',
+            ((r.get_absolute_url(), r.created_at, r.get_trigger_display()) for r in runs)))
+
+    @admin.action(description="Run selected sweeps now")
+    def run_now(self, request, queryset):
+        for sweep in queryset:
+            run = planning.fire(sweep.pk, trigger="admin")
+            self.message_user(request, format_html('Sweep {} started: <a href="{}">run {}</a>.', sweep.name,
+                                                   run.get_absolute_url(), run.slug), messages.SUCCESS)
+
+    @admin.action(description="Pause selected sweeps")
+    def pause(self, request, queryset):
+        self._set_enabled(request, queryset, False)
+
+    @admin.action(description="Resume selected sweeps")
+    def resume(self, request, queryset):
+        self._set_enabled(request, queryset, True)
+
+    def _set_enabled(self, request, queryset, enabled):
+        # One save per sweep, not queryset.update(): each save moves its beat entry too.
+        count = 0
+        for sweep in queryset.filter(enabled=not enabled):
+            sweep.enabled = enabled
+            sweep.save()
+            count += 1
+        self.message_user(request, f"{count} sweep(s) {'resumed' if enabled else 'paused'}.", messages.SUCCESS)
+
+
+@admin.register(SweepRun)
+class SweepRunAdmin(admin.ModelAdmin):
+    list_display = ("sweep", "created_at", "trigger", "status", "cells", "page")
+    list_filter = ("trigger", "sweep")
+    list_select_related = ("sweep",)
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(cell_count=Count("cells"))
+
+    @admin.display(description="cells", ordering="cell_count")
+    def cells(self, run):
+        return run.cell_count
+
+    @admin.display(description="run page")
+    def page(self, run):
+        return format_html('<a href="{}">{}</a>', reverse("sweeps:run", kwargs={"slug": run.slug}), run.slug)
+
+    def has_add_permission(self, request):
+        return False  # runs come from the schedule, "run now" or `manage.py sweep run`
+
+    def has_change_permission(self, request, obj=None):
+        return False  # a run is a record of what happened

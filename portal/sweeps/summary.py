@@ -1,0 +1,120 @@
+"""A run as its page and `manage.py sweep run --wait` show it: each cell's state and reason,
+the grid (one row per path, one column per setting) and the totals. Read from the cells and
+their measurements on every call, so it is never stale."""
+from dataclasses import dataclass, field
+
+from portal.measure.forms import format_window
+
+from .models import SweepCell
+
+FULL_RUN_S = 20  # the yardstick of the savings: a classic 20 s iperf run
+# A measurement that failed for these reasons never measured the path: the cell is skipped.
+SKIPPED_FAILURES = {
+    "site_busy": "site busy past the retries",
+    "server_busy": "iperf server busy past the retries",
+    "vantage_offline": "vantage offline",
+    "cancelled": "cancelled",
+}
+FINAL_STATES = ("done", "failed", "skipped")
+_CELL_FIELDS = ("pk", "site__name", "site__slug", "vantage__name", "mode", "window_bytes", "streams", "congestion",
+                "skip_code", "skip_reason", "measurement__slug", "measurement__status", "measurement__failure_code",
+                "measurement__failure_reason", "measurement__quick_mode_entered", "measurement__quick_bps",
+                "measurement__cumulative_bps", "measurement__bytes_sent", "measurement__elapsed_s",
+                "measurement__full_time_s", "measurement__full_bytes_estimate")
+
+
+@dataclass
+class Cell:
+    state: str
+    reason: str
+    slug: str
+    bps: float
+    row: dict
+
+
+@dataclass
+class Totals:
+    cells: int = 0
+    counts: dict = field(default_factory=lambda: dict.fromkeys(("queued", "running", "done", "failed", "skipped"), 0))
+    bytes_sent: int = 0
+    quick_tests: int = 0
+    time_s: float = 0.0
+    time_saved_s: float = 0.0
+    traffic_saved_bytes: float = 0.0
+    traffic_20s_bytes: float = 0.0
+
+    @property
+    def finished(self):
+        return sum(self.counts[s] for s in FINAL_STATES) == self.cells
+
+    @property
+    def time_saved_pct(self):
+        total = self.quick_tests * FULL_RUN_S
+        return 100.0 * self.time_saved_s / total if total else None
+
+    @property
+    def traffic_saved_pct(self):
+        return 100.0 * self.traffic_saved_bytes / self.traffic_20s_bytes if self.traffic_20s_bytes else None
+
+
+def cell_state(row):
+    """(state, reason) of one cell row (values of _CELL_FIELDS)."""
+    if row["skip_code"]:
+        return "skipped", row["skip_reason"]
+    status = row["measurement__status"]
+    if status is None:
+        return "failed", "its measurement was deleted"
+    if status == "failed":
+        code = row["measurement__failure_code"]
+        if code in SKIPPED_FAILURES:
+            return "skipped", SKIPPED_FAILURES[code]
+        return "failed", row["measurement__failure_reason"] or code
+    return status, ""
+
+
+def _add(totals, state, row):
+    totals.cells += 1
+    totals.counts[state] += 1
+    totals.bytes_sent += row["measurement__bytes_sent"] or 0
+    if state != "done" or row["mode"] != "quick" or not row["measurement__quick_mode_entered"]:
+        return
+    elapsed = row["measurement__elapsed_s"] or 0.0
+    totals.quick_tests += 1
+    totals.time_s += elapsed
+    totals.time_saved_s += max(0.0, FULL_RUN_S - elapsed)
+    full_bytes, full_s = row["measurement__full_bytes_estimate"], row["measurement__full_time_s"]
+    if full_bytes and full_s:
+        bytes_20s = full_bytes * FULL_RUN_S / full_s
+        totals.traffic_20s_bytes += bytes_20s
+        totals.traffic_saved_bytes += max(0.0, bytes_20s - (row["measurement__bytes_sent"] or 0))
+
+
+def setting_label(mode, window, streams, congestion):
+    return f"{mode} -w {format_window(window) or 'default'} -P {streams}" + (f" -C {congestion}" if congestion else "")
+
+
+def run_grid(run):
+    """(columns, rows, totals): columns are setting labels; rows are dicts with the path and
+    its cells in column order (None where the path has no such cell). One query."""
+    columns, rows, totals = {}, {}, Totals()
+    for row in SweepCell.objects.filter(run=run).order_by("pk").values(*_CELL_FIELDS):
+        state, reason = cell_state(row)
+        _add(totals, state, row)
+        label = setting_label(row["mode"], row["window_bytes"], row["streams"], row["congestion"])
+        index = columns.setdefault(label, len(columns))
+        path = rows.setdefault((row["site__slug"], row["vantage__name"]),
+                               {"site": row["site__name"], "site_slug": row["site__slug"],
+                                "vantage": row["vantage__name"], "cells": {}})
+        bps = row["measurement__quick_bps"] if row["measurement__quick_mode_entered"] else row["measurement__cumulative_bps"]
+        path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", bps, row)
+    width = len(columns)
+    ordered = [{**path, "cells": [path["cells"].get(i) for i in range(width)]} for path in rows.values()]
+    return list(columns), ordered, totals
+
+
+def run_totals(run):
+    """Totals only (the command's --wait loop)."""
+    totals = Totals()
+    for row in SweepCell.objects.filter(run=run).values(*_CELL_FIELDS):
+        _add(totals, cell_state(row)[0], row)
+    return totals
