@@ -45,7 +45,7 @@ class SweepAdmin(admin.ModelAdmin):
         run = sweep.runs.order_by("-created_at").first()
         if run is None:
             return "–"
-        return format_html('<a href="{}">{:%Y-%m-%d %H:%M}</a>', run.get_absolute_url(), run.created_at)
+        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), f"{run.created_at:%Y-%m-%d %H:%M}")
 
     @admin.display(description="recent runs")
     def recent_runs(self, sweep):
@@ -53,8 +53,8 @@ class SweepAdmin(admin.ModelAdmin):
         if not runs:
             return "none yet"
         return format_html("<ul>{}</ul>", format_html_join(
-            "", '<li><a href="{}">{:%Y-%m-%d %H:%M:%S} UTC</a> ({})</li>',
-            ((r.get_absolute_url(), r.created_at, r.get_trigger_display()) for r in runs)))
+            "", '<li><a href="{}">{} UTC</a> ({})</li>',
+            ((r.get_absolute_url(), f"{r.created_at:%Y-%m-%d %H:%M:%S}", r.get_trigger_display()) for r in runs)))
 
     @admin.action(description="Run selected sweeps now")
     def run_now(self, request, queryset):

@@ -1,0 +1,120 @@
+"""The run page and the sweeps admin, through Django's test client."""
+import re
+
+import pytest
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from portal.measure.models import Measurement
+from portal.sweeps import planning
+from portal.sweeps.models import Sweep, SweepCell, SweepRun
+from tests import factories
+
+from .conftest import make_sweep
+
+
+@pytest.fixture
+def run(network):
+    sweep = make_sweep(all_vantages=False, vantages=[network[1][0].pk], streams_text="1,4")
+    return planning.fire(sweep.pk, trigger="command")
+
+
+def _finish(run, **fields):
+    values = dict(status="done", quick_mode_entered=True, quick_bps=9.0e8, cumulative_bps=8.0e8,
+                  bytes_sent=200_000_000, elapsed_s=2.0, full_time_s=5.0, full_bytes_estimate=500_000_000,
+                  finished_at=timezone.now())
+    values.update(fields)
+    Measurement.objects.filter(sweep_cell__run=run).update(**values)
+
+
+@pytest.mark.parametrize("who", ["anonymous", "other", "staff"])
+def test_run_page_readable_by_everyone_like_permalinks(client, run, who):
+    if who != "anonymous":
+        user = factories.make_user(who, is_staff=(who == "staff"))
+        client.force_login(user)
+    response = client.get(f"/sweeps/{run.slug}/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Sweep nightly" in body and 'id="cells"' in body
+    slugs = list(Measurement.objects.filter(sweep_cell__run=run).values_list("slug", flat=True))
+    assert len(slugs) == 4 and all(f'href="/m/{slug}/"' in body for slug in slugs)
+
+
+def test_run_page_unknown_slug_404(client, db):
+    assert client.get("/sweeps/nosuchrun123/").status_code == 404
+
+
+def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
+    poll = client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true")
+    assert poll.status_code == 200 and 'hx-trigger="every 2s"' in poll.content.decode()
+    _finish(run)
+    poll = client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true")
+    body = poll.content.decode()
+    assert poll.status_code == 286 and "hx-get" not in body and "<html" not in body
+    # 4 quick tests of 2 s each: 4 x (20 - 2) = 72 s saved of 80 s; each would send 2e9 bytes
+    # in 20 s (5e8 in 5 s) and sent 2e8: 7.2e9 of 8e9 saved.
+    assert re.search(r'id="total-tests">4<', body)
+    assert '72.0 s of 80 s (90.0 %)' in body
+    assert "6.71 GiB of 7.45 GiB (90.0 %)" in body
+    assert 'id="total-bytes">762.9 MiB<' in body
+
+
+def test_run_page_failed_cell_shows_reason_and_busy_counts_as_skipped(client, run):
+    cells = list(SweepCell.objects.filter(run=run).order_by("pk"))
+    Measurement.objects.filter(pk=cells[0].measurement_id).update(
+        status="failed", failure_code="site_busy", failure_reason="the site stayed busy")
+    Measurement.objects.filter(pk=cells[1].measurement_id).update(
+        status="failed", failure_code="connect_refused", failure_reason="connection refused by 127.0.0.1:5201")
+    body = client.get(f"/sweeps/{run.slug}/").content.decode()
+    assert "site busy past the retries" in body and "connection refused by 127.0.0.1:5201" in body
+    assert "4 cells: 0 done, 1 failed, 1 skipped, 0 running, 2 queued." in " ".join(body.split())
+
+
+def _admin(client, staff=True):
+    user = factories.make_user("root" if staff else "joe", is_staff=staff, is_superuser=staff)
+    client.force_login(user)
+    return user
+
+
+def test_admin_add_sweep_creates_beat_entry(client, network):
+    _admin(client)
+    response = client.post("/admin/sweeps/sweep/add/", {
+        "name": "admin-made", "enabled": "on", "all_sites": "on", "all_vantages": "on", "modes_text": "quick,full",
+        "windows_text": "64K,1M", "streams_text": "1,8", "congestion_text": "default", "duration_s": "10",
+        "every_text": "30m", "cron": "", "slip_text": "5m", "budget_text": "1G"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    sweep = Sweep.objects.get(name="admin-made")
+    assert (len(sweep.settings_matrix()), sweep.every_s, sweep.slip_s) == (8, 1800, 300)
+    assert PeriodicTask.objects.get(pk=sweep.periodic_task_id).interval.every == 1800
+
+
+def test_admin_bad_input_shown_at_field(client, network):
+    _admin(client)
+    response = client.post("/admin/sweeps/sweep/add/", {
+        "name": "bad", "all_sites": "on", "all_vantages": "on", "modes_text": "quick", "streams_text": "0",
+        "duration_s": "10"})
+    assert response.status_code == 200
+    assert "streams 0 is out of range: allowed 1 to 64" in response.content.decode()
+    assert not Sweep.objects.exists()
+
+
+def test_admin_run_now_and_pause_actions(client, network):
+    _admin(client)
+    sweep = make_sweep(every_text="1h")
+    response = client.post("/admin/sweeps/sweep/", {"action": "run_now", "_selected_action": [sweep.pk]}, follow=True)
+    run = SweepRun.objects.get(sweep=sweep)
+    assert (run.trigger, run.cells.count()) == ("admin", 6)
+    assert f'href="/sweeps/{run.slug}/"' in response.content.decode()
+    client.post("/admin/sweeps/sweep/", {"action": "pause", "_selected_action": [sweep.pk]})
+    sweep.refresh_from_db()
+    assert sweep.enabled is False and PeriodicTask.objects.get(pk=sweep.periodic_task_id).enabled is False
+
+
+@pytest.mark.parametrize("staff", [False, None])
+def test_admin_sweeps_refused_to_non_staff_and_anonymous(client, network, staff):
+    if staff is not None:
+        _admin(client, staff=False)
+    sweep = make_sweep()
+    response = client.post("/admin/sweeps/sweep/", {"action": "run_now", "_selected_action": [sweep.pk]})
+    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert not SweepRun.objects.exists()
