@@ -44,8 +44,8 @@ def test_create_command_cron_schedule(network):
     (["--every", "5m", "--slip", "5m"], "--slip: random start offset 5m must be shorter than the interval (5m)"),
     (["--slip", "2h"], "--slip: random start offset 2h is too long: allowed 0 to 1h"),
     (["--budget", "lots"], "--budget: size 'lots' is not a size"),
-    (["--congestion", "vegas"], "--congestion: congestion control 'vegas' is not offered by any vantage: choose "
-                                "from bbr, cubic, reno"),
+    (["--congestion", "vegas"], ("--congestion: congestion control 'vegas' is not offered by any vantage: "
+                                 "choose from bbr, cubic, reno")),
     (["--duration", "61"], "--duration: Ensure this value is less than or equal to 60."),
     (["--sites", "alpha,nowhere"], "--sites: unknown site nowhere"),
 ])

@@ -20,9 +20,9 @@ def run(network):
 
 
 def _finish(run, **fields):
-    values = dict(status="done", quick_mode_entered=True, quick_bps=9.0e8, cumulative_bps=8.0e8,
-                  bytes_sent=200_000_000, elapsed_s=2.0, full_time_s=5.0, full_bytes_estimate=500_000_000,
-                  finished_at=timezone.now())
+    values = {"status": "done", "quick_mode_entered": True, "quick_bps": 9.0e8, "cumulative_bps": 8.0e8,
+              "bytes_sent": 200_000_000, "elapsed_s": 2.0, "full_time_s": 5.0, "full_bytes_estimate": 500_000_000,
+              "finished_at": timezone.now()}
     values.update(fields)
     Measurement.objects.filter(sweep_cell__run=run).update(**values)
 

@@ -53,7 +53,7 @@ def test_plan_skips_setting_still_pending_from_earlier_run(network):
 
 
 def test_plan_budget_spent_skips_site(network):
-    alpha, bravo = network[0]
+    alpha = network[0][0]
     sweep = make_sweep(all_vantages=False, vantages=[network[1][0].pk], streams_text="1,4", budget_text="10M")
     first = planning.fire(sweep.pk, trigger="command")
     # alpha's two tests sent 6 MiB each: 12 MiB > the 10 MiB budget. bravo's sent 1 MiB each.
