@@ -282,7 +282,10 @@ VANTAGE_NAME = env_str("VANTAGE_NAME", "local")
 # the drain before TEST_END) before the runner kills it as overrun.
 PROBER_MARGIN_S = env_number("PROBER_MARGIN_S", 20.0, kind=float, minimum=1.0)
 # How often a worker refreshes its vantage's last_seen.
-VANTAGE_HEARTBEAT_S = env_number("VANTAGE_HEARTBEAT_S", 60.0, kind=float, minimum=0.1)
+VANTAGE_HEARTBEAT_S = env_number("VANTAGE_HEARTBEAT_S", 10.0, kind=float, minimum=0.1)
+# A vantage counts as online while its last heartbeat is this recent (three missed beats):
+# offline ones are not offered, and their queued tests fail as vantage_offline.
+VANTAGE_OFFLINE_S = env_number("VANTAGE_OFFLINE_S", 3 * VANTAGE_HEARTBEAT_S, kind=float, minimum=0.1)
 HEARTBEAT_INTERVAL_S = env_number("HEARTBEAT_INTERVAL_S", 2.0, kind=float, minimum=0.1)
 # A running row whose heartbeat is older than this belongs to a lost worker.
 REAPER_HEARTBEAT_S = env_number("REAPER_HEARTBEAT_S", 30.0, kind=float, minimum=1.0)

@@ -162,7 +162,7 @@ def main():
         site, vantage, password, token = prepare(iperf_port)
         py = sys.executable
         procs.start("celery worker", [py, "-m", "celery", "-A", "portal", "worker", "-B",
-                                      "-S", "django_celery_beat.schedulers:DatabaseScheduler",
+                                      "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
                                       "-Q", f"{vantage.queue_name},celery", "--concurrency", "2",
                                       "--without-gossip", "--without-mingle", "-l", "INFO",
                                       "-n", f"{vantage.name}@%h"])

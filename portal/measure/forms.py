@@ -3,6 +3,7 @@ import re
 
 from django import forms
 
+from . import vantages as presence
 from .models import Site, Vantage
 from .vocab import Mode
 
@@ -75,7 +76,8 @@ class MeasurementForm(forms.Form):
         sites = Site.objects.filter(enabled=True).order_by("name")
         self.fields["site"].widget = forms.Select(choices=[("", "choose a site")] + [
             (s.slug, f"{s.name} ({s.location})" if s.location else s.name) for s in sites])
-        vantages = list(Vantage.objects.filter(enabled=True).order_by("name"))
+        # Only vantages whose worker heartbeats: a test sent to another would only wait.
+        vantages = list(presence.online().order_by("name"))
         self.fields["vantage"].widget = forms.Select(choices=[(v.name, v.name) for v in vantages])
         self.fields["mode"].widget = forms.Select(choices=Mode.choices)
         self.fields["duration_s"].widget = forms.NumberInput(attrs={"min": DURATION_RANGE[0], "max": DURATION_RANGE[1]})
@@ -103,19 +105,21 @@ class MeasurementForm(forms.Form):
 
     def clean_vantage(self):
         name = self.cleaned_data["vantage"].strip()
-        enabled = Vantage.objects.filter(enabled=True)
+        enabled = presence.online().order_by("name")
         if not name:
             vantages = list(enabled[:2])
             if len(vantages) == 1:
                 return vantages[0]
             if not vantages:
-                raise forms.ValidationError("no vantage is enabled: no prober host can run a test right now.")
+                raise forms.ValidationError("no vantage is online: no prober host's worker is heartbeating, so no "
+                                            "test can run right now.")
             names = ", ".join(enabled.values_list("name", flat=True))
             raise forms.ValidationError(f"vantage is required when several are enabled: choose one of {names}.")
         vantage = Vantage.objects.filter(name=name).first()
-        if vantage is None or not vantage.enabled:
+        if vantage is None or not presence.is_online(vantage):
             names = ", ".join(enabled.values_list("name", flat=True)) or "(none)"
-            state = "unknown" if vantage is None else "disabled"
+            state = "unknown" if vantage is None else "disabled" if not vantage.enabled else (
+                "offline (its worker is not heartbeating)")
             raise forms.ValidationError(f"vantage {name!r} is {state}: choose one of {names}.")
         return vantage
 

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from . import progress
-from .models import Measurement
+from . import progress, vantages
+from .models import Measurement, Vantage
 from .vocab import FailureCode, Status
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,27 @@ def reap(now=None, heartbeat_s=None, queued_s=None):
         status=Status.FAILED, finished_at=now, failure_code=FailureCode.QUEUED_TOO_LONG,
         failure_reason=f"not started within {queued_s:g} s: no worker took it from its vantage's queue "
                        f"(the vantage may be offline, or the site stayed busy).")
-    for pk in lost + stuck:
+    offline_ids = _fail_queued_of_offline_vantages(now)
+    for pk in lost + stuck + offline_ids:
         progress.clear(pk)
-    if lost_count or stuck_count:
-        log.warning("reaper failed %d lost running and %d stale queued measurements", lost_count, stuck_count)
-    return {FailureCode.WORKER_LOST.value: lost_count, FailureCode.QUEUED_TOO_LONG.value: stuck_count}
+    if lost_count or stuck_count or offline_ids:
+        log.warning("reaper failed %d lost running, %d stale queued and %d queued for offline vantages",
+                    lost_count, stuck_count, len(offline_ids))
+    return {FailureCode.WORKER_LOST.value: lost_count, FailureCode.QUEUED_TOO_LONG.value: stuck_count,
+            FailureCode.VANTAGE_OFFLINE.value: len(offline_ids)}
+
+
+def _fail_queued_of_offline_vantages(now):
+    """A queued test of a vantage whose worker stopped heartbeating would wait for REAPER_QUEUED_S
+    with no visible reason: it fails now, saying which vantage and since when. One UPDATE per
+    offline vantage that has queued rows (few)."""
+    failed = []
+    offline = Vantage.objects.exclude(pk__in=vantages.online(now=now).values("pk"))
+    for vantage in offline.filter(measurements__status=Status.QUEUED).distinct():
+        rows = Measurement.objects.filter(vantage=vantage, status=Status.QUEUED)
+        ids = list(rows.values_list("pk", flat=True))
+        rows.filter(pk__in=ids).update(status=Status.FAILED, finished_at=now, failure_code=FailureCode.VANTAGE_OFFLINE,
+                                       failure_reason=vantages.offline_reason(vantage, now) +
+                                       "; the test was not run.")
+        failed += ids
+    return failed

@@ -1,8 +1,10 @@
 """Vantage presence, in one place: what this host offers as a vantage (its kernel and
-congestion controls), its registration when its worker starts, and every write of
-Vantage.last_seen (at registration, periodically from the worker, and when a test starts)."""
+congestion controls), its registration when its worker starts, every write of
+Vantage.last_seen (at registration, periodically from the worker, and when a test starts),
+and what counts as online: a worker heartbeat within VANTAGE_OFFLINE_S."""
 import logging
 import os
+from datetime import timedelta
 
 from celery import bootsteps
 from django.conf import settings
@@ -65,6 +67,32 @@ def touch(vantage_id=None, name=None):
     """Marks the vantage as seen now (by pk or by name)."""
     rows = Vantage.objects.filter(pk=vantage_id) if vantage_id is not None else Vantage.objects.filter(name=name)
     rows.update(last_seen=timezone.now())
+
+
+def online_since(now=None):
+    """A vantage is online while its last heartbeat is at or after this moment."""
+    return (now or timezone.now()) - timedelta(seconds=settings.VANTAGE_OFFLINE_S)
+
+
+def online(queryset=None, now=None):
+    """The enabled vantages whose worker heartbeats: the only ones offered for new tests (form,
+    API, sweeps)."""
+    rows = Vantage.objects.all() if queryset is None else queryset
+    return rows.filter(enabled=True, last_seen__gte=online_since(now))
+
+
+def is_online(vantage, now=None):
+    return bool(vantage.enabled and vantage.last_seen is not None and vantage.last_seen >= online_since(now))
+
+
+def offline_reason(vantage, now=None):
+    """Why a vantage is not offered, in words for a failure reason or a form error."""
+    if not vantage.enabled:
+        return f"vantage {vantage.name} is disabled"
+    if vantage.last_seen is None:
+        return f"vantage {vantage.name} is offline: its worker has never been seen"
+    return (f"vantage {vantage.name} is offline: no heartbeat from its worker since "
+            f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.VANTAGE_OFFLINE_S:g} s)")
 
 
 def own_vantage(worker_app):

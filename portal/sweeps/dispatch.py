@@ -1,14 +1,17 @@
 """Where a sweep meets portal.measure's execution: which vantages are online, and queuing the
 measurements a run planned. Both are measure's own functions; nothing here decides either."""
-from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+
+from portal.measure import vantages as presence
 
 
 def online_vantage_ids(vantages):
     """Primary keys of the given vantages whose worker is heartbeating."""
-    since = timezone.now() - timezone.timedelta(seconds=3 * settings.VANTAGE_HEARTBEAT_S)
-    return {v.pk for v in vantages if v.last_seen is not None and v.last_seen >= since}
+    return {v.pk for v in vantages if presence.is_online(v)}
+
+
+def offline_reason(vantage):
+    return presence.offline_reason(vantage)
 
 
 def queue(measurements):

@@ -80,7 +80,9 @@ def plan(run_id, sweep=None, now=None):
                                  streams=streams, congestion=congestion)
                 code = _skip_code(cell, online, history, sweep.daily_budget_bytes)
                 if code:
-                    cell.skip_code, cell.skip_reason = code, SkipCode(code).label
+                    cell.skip_code = code
+                    cell.skip_reason = (dispatch.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE
+                                        else SkipCode(code).label)[:300]
                 else:
                     cell.measurement = Measurement(site=site, vantage=vantage, mode=mode, duration_s=sweep.duration_s,
                                                    streams=streams, window_bytes=window, congestion=congestion,

@@ -86,7 +86,8 @@ def test_e2e_worker_killed_leaves_nothing_running(client, token, celery_worker, 
     servers.wait_until(lambda: not servers.processes_with(needle), 5, "the orphaned prober to die")
     assert Measurement.objects.get(slug=slug).status == "running"  # nobody is left to say otherwise...
     time.sleep(1.1)
-    assert reaper.reap(heartbeat_s=1.0) == {"worker_lost": 1, "queued_too_long": 0}  # ...but the reaper
+    # ...but the reaper does.
+    assert reaper.reap(heartbeat_s=1.0) == {"worker_lost": 1, "queued_too_long": 0, "vantage_offline": 0}
     m = Measurement.objects.get(slug=slug)
     assert (m.status, m.failure_code) == ("failed", "worker_lost")
     assert not Measurement.objects.filter(status="running").exists()

@@ -11,7 +11,7 @@ def test_reaper_fails_running_with_stale_heartbeat(site, vantage):
     now = timezone.now()
     lost = factories.make_measurement(site=site, vantage=vantage, status="running", started_at=now,
                                       heartbeat_at=now - datetime.timedelta(seconds=31))
-    assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 1, "queued_too_long": 0}
+    assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 1, "queued_too_long": 0, "vantage_offline": 0}
     lost.refresh_from_db()
     assert (lost.status, lost.failure_code, lost.finished_at) == ("failed", "worker_lost", now)
     assert lost.failure_reason == "worker lost: no heartbeat from the worker for more than 30 s; the test was abandoned."
@@ -21,7 +21,7 @@ def test_reaper_keeps_running_with_fresh_heartbeat(site, vantage):
     now = timezone.now()
     alive = factories.make_measurement(site=site, vantage=vantage, status="running", started_at=now,
                                        heartbeat_at=now - datetime.timedelta(seconds=29))
-    assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 0, "queued_too_long": 0}
+    assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 0, "queued_too_long": 0, "vantage_offline": 0}
     alive.refresh_from_db()
     assert alive.status == "running"
 
@@ -38,7 +38,7 @@ def test_reaper_fails_old_queued_keeps_recent(site, vantage):
     now = timezone.now()
     old = factories.make_measurement(site=site, vantage=vantage, created_at=now - datetime.timedelta(seconds=3601))
     recent = factories.make_measurement(site=site, vantage=vantage, created_at=now - datetime.timedelta(seconds=3599))
-    assert reaper.reap(now=now, queued_s=3600) == {"worker_lost": 0, "queued_too_long": 1}
+    assert reaper.reap(now=now, queued_s=3600) == {"worker_lost": 0, "queued_too_long": 1, "vantage_offline": 0}
     old.refresh_from_db()
     recent.refresh_from_db()
     assert (old.status, old.failure_code) == ("failed", "queued_too_long")
