@@ -4,6 +4,7 @@ their measurements on every call, so it is never stale."""
 from dataclasses import dataclass, field
 
 from portal.measure.forms import format_window
+from portal.measure.vocab import FailureCode
 
 from .models import SweepCell
 
@@ -57,8 +58,15 @@ class Totals:
         return 100.0 * self.traffic_saved_bytes / self.traffic_20s_bytes if self.traffic_20s_bytes else None
 
 
-def cell_state(row):
-    """(state, reason) of one cell row (values of _CELL_FIELDS)."""
+def _public_reason(code):
+    # The stored reason can hold the prober's stderr and the site's host:port: the public sees
+    # the code's meaning (as on permalinks), staff the stored text.
+    return FailureCode(code).label if code in FailureCode.values else "the test failed (see the code)"
+
+
+def cell_state(row, detail=False):
+    """(state, reason) of one cell row (values of _CELL_FIELDS); detail: the stored failure
+    reason (staff) instead of the code's public meaning."""
     if row["skip_code"]:
         return "skipped", row["skip_reason"]
     status = row["measurement__status"]
@@ -68,7 +76,7 @@ def cell_state(row):
         code = row["measurement__failure_code"]
         if code in SKIPPED_FAILURES:
             return "skipped", SKIPPED_FAILURES[code]
-        return "failed", row["measurement__failure_reason"] or code
+        return "failed", (row["measurement__failure_reason"] if detail else "") or _public_reason(code)
     return status, ""
 
 
@@ -93,12 +101,12 @@ def setting_label(mode, window, streams, congestion):
     return f"{mode} -w {format_window(window) or 'default'} -P {streams}" + (f" -C {congestion}" if congestion else "")
 
 
-def run_grid(run):
+def run_grid(run, detail=False):
     """(columns, rows, totals): columns are setting labels; rows are dicts with the path and
     its cells in column order (None where the path has no such cell). One query."""
     columns, rows, totals = {}, {}, Totals()
     for row in SweepCell.objects.filter(run=run).order_by("pk").values(*_CELL_FIELDS):
-        state, reason = cell_state(row)
+        state, reason = cell_state(row, detail)
         _add(totals, state, row)
         label = setting_label(row["mode"], row["window_bytes"], row["streams"], row["congestion"])
         index = columns.setdefault(label, len(columns))

@@ -59,14 +59,19 @@ def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     assert 'id="total-bytes">762.9 MiB<' in body
 
 
-def test_run_page_failed_cell_shows_reason_and_busy_counts_as_skipped(client, run):
+@pytest.mark.parametrize("who", ["anonymous", "other", "staff"])
+def test_run_page_failed_cell_reason_detail_for_staff_busy_counts_as_skipped(client, run, who):
+    if who != "anonymous":
+        client.force_login(factories.make_user(who, is_staff=(who == "staff")))
     cells = list(SweepCell.objects.filter(run=run).order_by("pk"))
     Measurement.objects.filter(pk=cells[0].measurement_id).update(
         status="failed", failure_code="site_busy", failure_reason="the site stayed busy")
     Measurement.objects.filter(pk=cells[1].measurement_id).update(
-        status="failed", failure_code="connect_refused", failure_reason="connection refused by 127.0.0.1:5201")
+        status="failed", failure_code="connect_refused", failure_reason="connection refused by 10.1.2.3:5201")
     body = client.get(f"/sweeps/{run.slug}/").content.decode()
-    assert "site busy past the retries" in body and "connection refused by 127.0.0.1:5201" in body
+    assert "site busy past the retries" in body
+    assert ("connection refused by 10.1.2.3:5201" in body) is (who == "staff")
+    assert ("nothing listens on the site&#x27;s port" in body) is (who != "staff")
     assert "4 cells: 0 done, 1 failed, 1 skipped, 0 running, 2 queued." in " ".join(body.split())
 
 
