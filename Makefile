@@ -11,7 +11,7 @@ TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
 
-.PHONY: all prober check-prober venv lint test run bench-prober bench-quick bench-portal fuzz lab clean
+.PHONY: all prober check-prober venv lint test run bench-prober bench-quick bench-portal bench-sweep fuzz lab clean
 
 all: prober
 
@@ -50,6 +50,11 @@ bench-quick: venv prober
 bench-portal: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_portal.py
+
+# Run it under `flock /work/bench.lock` on a shared machine.
+bench-sweep: venv prober
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
+		$(PY) scripts/bench_sweep.py
 
 fuzz:
 	$(MAKE) -C prober fuzz

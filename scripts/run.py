@@ -132,11 +132,12 @@ def setup_django():
 def prepare(iperf_port):
     from django.core.management import call_command
 
-    from portal.measure.demo import setup_demo
+    from portal.measure.demo import setup_admin, setup_demo
 
     call_command("migrate", interactive=False, verbosity=0)
     site, vantage, _user, password, token = setup_demo(iperf_port)
-    return site, vantage, password, token
+    _admin, admin_password = setup_admin()
+    return site, vantage, password, token, admin_password
 
 
 def main():
@@ -159,7 +160,7 @@ def main():
     try:
         procs.start("iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)],
                     stdout=subprocess.DEVNULL)
-        site, vantage, password, token = prepare(iperf_port)
+        site, vantage, password, token, admin_password = prepare(iperf_port)
         py = sys.executable
         procs.start("celery worker", [py, "-m", "celery", "-A", "portal", "worker", "-B",
                                       "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
@@ -175,6 +176,8 @@ def main():
         say("")
         say(f"portal:   http://127.0.0.1:{web_port}/")
         say(f"login:    demo / {password}   (a new password each start; set DEMO_PASSWORD to fix it)")
+        say(f"admin:    admin / {admin_password}   at http://127.0.0.1:{web_port}/admin/ (sites, vantages, sweeps; "
+            "ADMIN_PASSWORD to fix it)")
         say(f"API:      export TOKEN={token}")
         say(f"          curl -H \"Authorization: Bearer $TOKEN\" -d site={site.slug} http://127.0.0.1:{web_port}/api/v1/measurements")
         say(f"site:     {site.slug} -> iperf3 -s on 127.0.0.1:{iperf_port}; vantage {vantage.name}")

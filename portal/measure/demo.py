@@ -1,5 +1,6 @@
 """The demo data `make run` (and `manage.py demo_setup`) creates: a site for a local iperf3
-server, this host as a vantage, and a `demo` user with a password and an API token."""
+server, this host as a vantage, a `demo` user with a password and an API token, and an `admin`
+(staff, superuser) for the admin: sites, vantages, sweeps."""
 import os
 import secrets
 
@@ -26,3 +27,14 @@ def setup_demo(iperf_port=5201, password=None):
     user.set_password(password)
     user.save()
     return site, vantage, user, password, ApiToken.issue(user)
+
+
+def setup_admin(password=None):
+    """The `admin` superuser with a new password each time (or ADMIN_PASSWORD); returns
+    (user, password). An existing admin keeps its other fields."""
+    user, _ = get_user_model().objects.get_or_create(username="admin")
+    password = password or os.environ.get("ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+    user.is_staff = user.is_superuser = True
+    user.set_password(password)
+    user.save()
+    return user, password
