@@ -5,7 +5,8 @@ import re
 
 from celery.schedules import ParseException, crontab
 
-from portal.measure.forms import format_window, parse_window
+from portal.measure.forms import format_window, parse_size as parse_portal_size
+from portal.measure.forms import parse_window
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
 DURATION_RANGE = (1, 60)
@@ -16,8 +17,9 @@ DEFAULT_WINDOW_WORDS = {"default", "kernel", "-"}
 
 _UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)B?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+# Budgets run to gigabytes a day: the portal's size grammar (K, M) plus G and T, same base.
+_LARGE_UNITS = {"G": 1024**3, "T": 1024**4}
+_SIZE_UNITS = {"K": 1024, "M": 1024**2, **_LARGE_UNITS}
 
 
 def split_list(text):
@@ -158,11 +160,17 @@ def parse_size(text):
     """'10G' -> bytes (K/M/G/T 1024-based, as iperf reads sizes); blank -> None (no limit)."""
     if text is None or not str(text).strip():
         return None
-    match = _SIZE_RE.match(str(text))
-    if not match:
-        raise ValueError(f"size {str(text).strip()!r} is not a size: write a whole number of bytes, optionally "
-                         "followed by K, M, G or T (1024-based), e.g. 10G; blank for no limit")
-    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+    word = str(text).strip()
+    try:
+        if word[-1:].upper() in _LARGE_UNITS:
+            value = parse_portal_size(word[:-1]) * _LARGE_UNITS[word[-1].upper()]
+            if not word[:-1].strip().isdigit():
+                raise ValueError(word)
+        else:
+            value = parse_portal_size(word)
+    except ValueError:
+        raise ValueError(f"size {word!r} is not a size: write a whole number of bytes, optionally followed by K, M, "
+                         "G or T (1024-based), e.g. 10G; blank for no limit") from None
     if value < 1:
         raise ValueError("size must be at least 1 byte; leave it blank for no limit")
     return value
