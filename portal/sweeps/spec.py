@@ -5,8 +5,8 @@ import re
 
 from celery.schedules import ParseException, crontab
 
-from portal.measure.forms import format_window, parse_size as parse_portal_size
-from portal.measure.forms import parse_window
+from portal.measure.forms import format_window, parse_window
+from portal.measure.forms import parse_size as parse_portal_size
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
 DURATION_RANGE = (1, 60)
