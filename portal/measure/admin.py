@@ -34,6 +34,16 @@ class MeasurementAdmin(admin.ModelAdmin):
     # Stored results come from the prober; editing them by hand would make them lie.
     readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result", *RESULT_FIELD_NAMES)
 
+    def has_add_permission(self, request):
+        # A row made here would never reach a worker: every measurement is created by the one
+        # request path (the New test page, the API, sweeps), which sends its task on commit.
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        # A record of what the prober measured; the status moves only through the worker, the
+        # reaper or the cancel action. Staff still see every field (view permission).
+        return False
+
     def get_queryset(self, request):
         # The list never needs the result JSON; the trace lives in another table and is
         # never joined here.

@@ -123,3 +123,15 @@ def test_admin_sweeps_refused_to_non_staff_and_anonymous(client, network, staff)
     response = client.post("/admin/sweeps/sweep/", {"action": "run_now", "_selected_action": [sweep.pk]})
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     assert not SweepRun.objects.exists()
+
+
+def test_admin_cannot_add_or_edit_measurements_by_hand(client, network):
+    _admin(client)
+    m = factories.make_measurement(site=network[0][0], vantage=network[1][0])
+    assert client.get("/admin/measure/measurement/add/").status_code == 403
+    changelist = client.get("/admin/measure/measurement/").content.decode()
+    assert "/admin/measure/measurement/add/" not in changelist and m.slug in changelist
+    view = client.get(f"/admin/measure/measurement/{m.pk}/change/")
+    assert view.status_code == 200 and 'name="_save"' not in view.content.decode()
+    assert client.post(f"/admin/measure/measurement/{m.pk}/change/", {"status": "done"}).status_code == 403
+    assert Measurement.objects.get(pk=m.pk).status == "queued"
