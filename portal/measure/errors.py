@@ -4,7 +4,7 @@ oversized body and a 404 page reading "Resolver404"; these say what was wrong an
 allowed. Wired in settings.MIDDLEWARE (405) and portal/urls.py (handler400, handler404).
 """
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.exceptions import BadRequest, RequestDataTooBig, TooManyFieldsSent
 from django.http import JsonResponse
 from django.shortcuts import render
 
@@ -51,7 +51,10 @@ def explain_method_not_allowed(get_response):
 
 
 def bad_request(request, exception=None):
-    """handler400: what Django refused before any view ran (body size, field count)."""
+    """handler400: what Django refused before any view ran (body size, field count), and a
+    view's BadRequest, whose message says what is wrong and what is allowed."""
+    if isinstance(exception, BadRequest) and exception.args:
+        return _answer(request, 400, "request", str(exception), "Bad request")
     if isinstance(exception, RequestDataTooBig):
         size = request.META.get("CONTENT_LENGTH") or "too many"
         return _answer(request, 413, "body", f"the request body is {size} bytes: at most "

@@ -2,6 +2,7 @@
 import re
 
 from django import forms
+from django.core.exceptions import BadRequest
 
 from . import vantages as presence
 from .models import Site, Vantage
@@ -59,6 +60,10 @@ def format_window(value):
     return str(value)
 
 
+def _nul_message(name, field):
+    return f"{name} must not contain NUL characters: {field.help_text[0].lower()}{field.help_text[1:]}"
+
+
 class MeasurementForm(forms.Form):
     site = forms.CharField(required=True, help_text="The site's slug.", error_messages={
         "required": "site is required: give the slug of a registered site (GET /api/v1/sites)."})
@@ -89,8 +94,18 @@ class MeasurementForm(forms.Form):
             self.fields[name].initial = value
         for name, field in self.fields.items():
             # Django's own text ("Null characters are not allowed.") names neither field nor rule.
-            field.error_messages["null_characters_not_allowed"] = (
-                f"{name} must not contain NUL characters: {field.help_text[0].lower()}{field.help_text[1:]}")
+            field.error_messages["null_characters_not_allowed"] = _nul_message(name, field)
+
+    @classmethod
+    def initial_from(cls, params):
+        """Initial values from a link's query string (?site=<slug>, as "Test now" links): an
+        enabled site is preselected, any other slug is not. Raises BadRequest for text that
+        cannot be a slug (a NUL byte would reach PostgreSQL, which refuses it)."""
+        slug = params.get("site", "")
+        if "\x00" in slug:
+            raise BadRequest(_nul_message("site", cls.base_fields["site"]))
+        site = Site.objects.filter(slug=slug, enabled=True).first() if slug else None
+        return {"site": site.slug} if site is not None else {}
 
     def clean_site(self):
         slug = self.cleaned_data["site"].strip()

@@ -5,6 +5,7 @@ models and plain modules; these functions only pick rows, check access and rende
 """
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -47,12 +48,9 @@ def measure_new(request):
                 return response
             return redirect(measurement.get_absolute_url())
     else:
-        initial = {}
-        site = Site.objects.filter(slug=request.GET.get("site", ""), enabled=True).first()
-        if site is not None:
-            initial["site"] = site.slug
-        form = MeasurementForm(initial=initial)
-    return render(request, "measure/new.html", {"form": _dress_for_page(form)})
+        form = MeasurementForm(initial=MeasurementForm.initial_from(request.GET))
+    # A bound form here was refused: 400, with each message at its field.
+    return render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=400 if form.is_bound else 200)
 
 
 # The shared form speaks to API clients (slugs, field names); on the page the labels use
@@ -190,11 +188,19 @@ def site_history(request, slug):
                                                  "table": {"rows": rows, "has_next": has_next}})
 
 
+# 25,000,000 rows back, far past any site's history; a larger number once reached PostgreSQL
+# as an OFFSET beyond bigint (a 500).
+PAGE_MAX = 1_000_000
+
+
 def _page_number(raw):
     try:
-        return max(1, int(raw))
+        page = max(1, int(raw))
     except (TypeError, ValueError):
         return 1
+    if page > PAGE_MAX:
+        raise BadRequest(f"page {page} is out of range: allowed 1 to {PAGE_MAX}.")
+    return page
 
 
 @require_GET

@@ -59,7 +59,7 @@ def test_new_form_errors_shown_per_field_and_nothing_stored(client, user, site, 
     response = client.post("/measure/new", {"site": "loopback", "vantage": vantage.name, "mode": "quick",
                                             "duration_s": "0", "streams": "99", "window": "5X",
                                             "congestion": "vegas"})
-    assert response.status_code == 200
+    assert response.status_code == 400  # issue 9: a refused form is a 4xx (it was 200 until then)
     html = response.content.decode()
     assert ('<ul class="errors" id="errors-duration_s"><li>duration_s 0 is out of range: allowed 1 to 60 seconds.'
             '</li></ul>') in html
