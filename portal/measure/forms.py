@@ -15,18 +15,24 @@ WINDOW_MAX = 16 * 1024 * 1024
 DEFAULTS = {"mode": Mode.QUICK.value, "duration_s": 10, "streams": 1}
 MODES = tuple(Mode.values)
 
-# The portal's one size grammar: a whole number of bytes, optionally K or M (1024-based, as
-# iperf reads -w). SIZE_PATTERN is also the request page's <input pattern> and the OpenAPI
-# schema's, so the browser, the schema and this parser cannot disagree.
-_NUMBER, _UNIT = "[0-9]+", "[KkMm]?"
-SIZE_PATTERN = rf"\s*{_NUMBER}\s*{_UNIT}\s*"
-SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 * 1024}
-_SIZE_RE = re.compile(rf"\s*({_NUMBER})\s*({_UNIT})\s*", re.ASCII)
+# The portal's one size grammar: a whole number of bytes, optionally followed by a unit letter,
+# 1024-based as iperf reads -w. The window field takes K and M; SIZE_PATTERN (its grammar) is
+# also the request page's <input pattern> and the OpenAPI schema's, so the browser, the schema
+# and this parser cannot disagree. Larger quantities (sweep budgets) pass units="KMGT".
+SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_NUMBER = "[0-9]+"
 
 
-def parse_size(text):
-    """'64K' -> 65536 bytes. Raises ValueError when text does not follow SIZE_PATTERN."""
-    match = _SIZE_RE.fullmatch(str(text))
+def _unit_class(units):
+    return "[" + "".join(u + u.lower() for u in units) + "]?"
+
+
+SIZE_PATTERN = rf"\s*{_NUMBER}\s*{_unit_class('KM')}\s*"
+
+
+def parse_size(text, units="KM"):
+    """'64K' -> 65536 bytes. Raises ValueError when text is not a size in these units."""
+    match = re.fullmatch(rf"\s*({_NUMBER})\s*({_unit_class(units)})\s*", str(text), re.ASCII)
     if not match:
         raise ValueError(f"{str(text)!r} is not a size")
     return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]

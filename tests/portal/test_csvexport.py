@@ -113,3 +113,23 @@ def test_new_slugs_never_start_with_a_formula_character():
     slugs = [new_measurement_slug() for _ in range(2000)]
     assert not [s for s in slugs if s.startswith(("-", "=", "+", "@"))]
     assert len(set(slugs)) == 2000 and {len(s) for s in slugs} == {12}
+
+
+@pytest.mark.parametrize("text, units, value", [
+    ("65536", "KM", 65536), (" 64 k ", "KM", 65536), ("4M", "KM", 4 * 1024**2), ("10G", "KMGT", 10 * 1024**3),
+    ("2t", "KMGT", 2 * 1024**4)])
+def test_parse_size_one_grammar(text, units, value):
+    from portal.measure.forms import parse_size
+
+    assert parse_size(text, units) == value
+
+
+@pytest.mark.parametrize("text", ["2G", "1.5M", "-4K", "4KB", "K", "", "٤K"])
+def test_parse_size_refuses_what_the_pattern_refuses(text):
+    import re
+
+    from portal.measure.forms import SIZE_PATTERN, parse_size
+
+    with pytest.raises(ValueError):
+        parse_size(text)
+    assert not re.fullmatch(SIZE_PATTERN, text, re.ASCII)
