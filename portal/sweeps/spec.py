@@ -5,7 +5,7 @@ import re
 
 from celery.schedules import ParseException, crontab
 
-from portal.measure.forms import format_window, parse_window
+from portal.measure.forms import SIZE_UNITS, format_window, parse_window
 from portal.measure.forms import parse_size as parse_portal_size
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
@@ -17,9 +17,8 @@ DEFAULT_WINDOW_WORDS = {"default", "kernel", "-"}
 
 _UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
-# Budgets run to gigabytes a day: the portal's size grammar (K, M) plus G and T, same base.
-_LARGE_UNITS = {"G": 1024**3, "T": 1024**4}
-_SIZE_UNITS = {"K": 1024, "M": 1024**2, **_LARGE_UNITS}
+# Budgets run to gigabytes a day: the portal's size grammar with G and T too.
+BUDGET_UNITS = "KMGT"
 
 
 def split_list(text):
@@ -162,12 +161,7 @@ def parse_size(text):
         return None
     word = str(text).strip()
     try:
-        if word[-1:].upper() in _LARGE_UNITS:
-            value = parse_portal_size(word[:-1]) * _LARGE_UNITS[word[-1].upper()]
-            if not word[:-1].strip().isdigit():
-                raise ValueError(word)
-        else:
-            value = parse_portal_size(word)
+        value = parse_portal_size(word, units=BUDGET_UNITS)
     except ValueError:
         raise ValueError(f"size {word!r} is not a size: write a whole number of bytes, optionally followed by K, M, "
                          "G or T (1024-based), e.g. 10G; blank for no limit") from None
@@ -180,6 +174,6 @@ def format_size(value):
     if value is None:
         return ""
     for unit in ("T", "G", "M", "K"):
-        if value % _SIZE_UNITS[unit] == 0:
-            return f"{value // _SIZE_UNITS[unit]}{unit}"
+        if value % SIZE_UNITS[unit] == 0:
+            return f"{value // SIZE_UNITS[unit]}{unit}"
     return str(value)
