@@ -9,7 +9,8 @@ Then the cost of sampling: --sample-ms 20 and 1 against --sample-ms 1000, altern
 Ratios are per pair, then the median over pairs; absolute figures are shown but only the
 ratios mean anything on a shared machine. Writes prober/bench/report-prober.md.
 
-Targets: prober throughput >= 1.0 x iperf3's; 20 ms sampling costs < 1 %.
+Targets: prober throughput >= 1.0 x iperf3's with 1, 4 and 8 streams; 20 ms sampling
+costs < 1 %.
 """
 import argparse
 import datetime
@@ -32,6 +33,7 @@ REPORT = ROOT / "prober" / "bench" / "report-prober.md"
 # than the effects being measured. Pinning the server to one core and the client (prober
 # or iperf3) to another makes runs repeat within ~2 %. Set by main(); None = no pinning.
 PIN = {"server": None, "client": None}
+LOAD = {"start": 0.0}   # 1-minute load average when the bench started
 
 
 def _pinned(which):
@@ -181,6 +183,19 @@ def verdict(values, ok):
     return f"inconclusive here (median {'met' if ok(statistics.median(values)) else 'not met'})"
 
 
+def busy_note():
+    """A line saying the box was busy, when it was: the figures then say less."""
+    cpus = os.cpu_count() or 1
+    worst = max(LOAD["start"], os.getloadavg()[0])
+    if worst <= cpus:
+        return []
+    return [f"**The machine was busy** (load average up to {worst:.1f} on {cpus} CPUs, from "
+            "other work sharing it): both clients got a fraction of their pinned core, "
+            "absolute rates are far below a quiet run's and pairs spread widely; read the "
+            "medians and the CPU-per-byte ratios, and rerun on a quiet machine for the "
+            "figures of record."]
+
+
 def report(args, clients, sampling, wall_s):
     med = statistics.median
     lines = [
@@ -188,8 +203,9 @@ def report(args, clients, sampling, wall_s):
         "",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} on "
         f"{platform.node()} ({os.cpu_count()} CPUs, kernel {platform.release()}), "
-        f"`{' '.join(sys.argv)}`, {wall_s:.0f} s wall, load average at the end "
-        f"{os.getloadavg()[0]:.1f}.",
+        f"`{' '.join(sys.argv)}`, {wall_s:.0f} s wall, load average {LOAD['start']:.1f} at "
+        f"the start and {os.getloadavg()[0]:.1f} at the end.",
+        *busy_note(),
         f"Full mode, -t {args.time}, one `iperf3 -s` for every run, runs alternating and the "
         "order flipping each pair. Throughput = bytes the server received x 8 / the client's "
         "test duration (prober: `server_bytes` / `elapsed_s`; iperf3 -J: "
@@ -268,6 +284,7 @@ def main():
     if not QUICKPROBE.exists():
         sys.exit(f"{QUICKPROBE} is missing: run `make prober`")
     t0 = time.monotonic()
+    LOAD["start"] = os.getloadavg()[0]
     srv, port = start_server()
     try:
         print(f"bench-prober: iperf3 -s on port {port}, -t {args.time}, pinning "
