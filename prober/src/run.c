@@ -98,6 +98,50 @@ static void read_socket_facts(qp_run *r, int fd)
         r->window_given_bytes = sb;
 }
 
+/* 1 if the peer has closed or reset fd (EOF or ECONNRESET waiting to be read). */
+static int peer_closed(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+
+    return n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
+/* e for an iperf 2 server that closed data stream id before taking any data: its only
+ * way to refuse (iperf 2 has no busy answer), and retrying soon does not help. */
+static void closed_error(int id, qp_err *e)
+{
+    QP_ERR(e, "server_closed", "the server closed data stream %d at once, before reading our data: "
+           "it is not an iperf 2 server, or it refuses this client", id);
+}
+
+/* Data an iperf 2 server that closes at once may still have acked: its kernel acks what
+ * arrives before the application closes, up to the initial receive buffer (tcp_rmem's
+ * default is 128 KiB). A stream reset with no more acked than this never got going. */
+#define CLOSED_AT_ONCE_BYTES (256u * 1024)
+
+/* After a failed data phase: an iperf 2 stream whose write failed with a reset or a
+ * closed pipe before more than CLOSED_AT_ONCE_BYTES were acked is server_closed, not io. */
+static void classify_send_failure(const qp_run *r, qp_err *e)
+{
+    if (!r->o->iperf2 || !e->code || strcmp(e->code, "io") != 0)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        const qp_stream *s = &r->streams[i];
+        int en = atomic_load(&((qp_stream *)s)->send_errno);
+        qp_tcpinfo ti;
+        char msg[128];
+
+        if (en != EPIPE && en != ECONNRESET)
+            continue;
+        if (tcpinfo_read(s->fd, &ti, msg, sizeof(msg)) == 0 &&
+            ti.bytes_acked > CLOSED_AT_ONCE_BYTES + s->preamble_bytes)
+            continue;
+        closed_error(s->id, e);
+        return;
+    }
+}
+
 /* Connect data stream i and send its preamble (cookie or iperf 2 flags); 0 or -1. */
 static int connect_stream(qp_run *r, int i, qp_err *e)
 {
@@ -119,6 +163,8 @@ static int connect_stream(qp_run *r, int i, qp_err *e)
     if (rc != NET_OK) {
         QP_ERR(e, rc == NET_ERR_INTR ? "interrupted" :
                   rc == NET_ERR_TIMEOUT ? "timeout" : "io", "data stream: %s", msg);
+        if (rc == NET_ERR_IO && o->iperf2 && peer_closed(fd))
+            closed_error(s->id, e);
         close(fd);
         return -1;
     }
@@ -360,6 +406,7 @@ int run_test(qp_run *r, qp_err *e)
     rc = measure_loop(r, e);
     if (rc < 0) {
         sender_stop(r);
+        classify_send_failure(r, e);
         return -1;
     }
     if (r->out.interrupted && sender_written(r) == 0) {

@@ -38,3 +38,18 @@ def test_iperf2_quick_mode_ends_early(iperf2_server):
     assert res["elapsed_s"] < 3, res
     per_conn = qp.iperf2_server_bytes(iperf2_server.stop())
     assert per_conn == [res["bytes_sent"]]
+
+
+@pytest.mark.parametrize("streams", [1, 3])
+def test_iperf2_server_closing_at_once_gives_server_closed(fake_server, streams):
+    """iperf 2 has no busy answer: a server that accepts and closes at once (here one that
+    waits for the data to arrive unread, so the close is always a reset) is server_closed,
+    not an `io` fault, so the portal does not retry it as busy nor blame the vantage."""
+    fake = fake_server("close_unread")
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", fake.port, "-P", streams, "-t", 2,
+                    "--connect-timeout", 1, timeout=20)
+    assert run.rc == 1, run
+    err = run.last
+    assert err["event"] == "error" and err["code"] == "server_closed", run
+    assert "closed data stream" in err["message"] and "at once" in err["message"], err
+    assert run.wall_s < 2, run
