@@ -11,7 +11,7 @@ TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
 
-.PHONY: all prober check-prober venv lint test run bench-prober bench-quick bench-portal bench-sweep fuzz lab clean
+.PHONY: all prober check-prober packages-run packages-test venv lint test run bench-prober bench-quick bench-portal bench-sweep fuzz lab clean
 
 all: prober
 
@@ -20,6 +20,14 @@ prober:
 
 check-prober:
 	$(MAKE) -C prober check
+
+# Debian packages first (one list: .ci/debian-packages): installed when run as root, else
+# the one apt-get line to run is printed and make stops.
+packages-run:
+	scripts/debian_packages.sh run
+
+packages-test:
+	scripts/debian_packages.sh test
 
 # The venv is rebuilt only when the requirements change.
 venv: $(VENV)/.installed
@@ -33,11 +41,11 @@ $(VENV)/.installed: requirements.txt
 lint: venv
 	$(PY) -m ruff check .
 
-test: venv lint prober lab check-prober
+test: packages-test venv lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
-run: venv prober
+run: packages-run venv prober
 	$(PY) scripts/run.py
 
 bench-prober: venv prober

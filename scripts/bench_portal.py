@@ -1,35 +1,37 @@
 #!/usr/bin/env python3
-"""bench-portal: are the portal's pages and CSV export cheap at a year of data?
+"""bench-portal: the pages as users feel them, at a year of data (issue 10 item 2).
 
-Run as `make bench-portal` (DATABASE_URL points at the PostgreSQL server; REDIS_URL optional).
-The benchmark creates its own database (portal_bench_<pid> on the same server), never touches
-the test or dev databases, and drops it at the end unless --keep-db is given.
+Run as `make bench-portal` (DATABASE_URL points at the PostgreSQL server, REDIS_URL at Redis;
+under `flock /work/bench.lock` on shared machines). It creates its own database
+(portal_bench_<pid> on the same server) and drops it at the end unless --keep-db is given;
+--db NAME reuses a kept one (the data loading is then skipped).
 
 1. COPY 100,000 measurements of one site (a year, mixed modes and outcomes, each with a full
    `result` event) plus one measurement carrying a 20 s trace at 20 ms with 4 streams.
-2. Time, interleaved in one loop through Django's test Client (in-process: the whole
-   middleware stack, templates and queries, no HTTP socket), the site history page, the
-   permalink page and the trivial view /healthz. Report medians and page/trivial ratios
-   (target <= 3x), the query count of each page, and a profile of any page that misses.
-3. Grow the site to 1,000,000 measurements and stream its CSV export in a fresh subprocess,
-   consuming the response chunk by chunk, and report the process's peak RSS (target < 200 MB).
+2. Serve the portal with gunicorn (as `make run` does: 2 workers x 4 threads) and read
+   /healthz, the site page, the path page (?vantage=) and the 20 s x 4-stream permalink with
+   10 concurrent keep-alive clients (scripts/httpload.py, locust), anonymous and logged in,
+   all interleaved in one run. Halfway, a new result is stored through the worker's own code
+   (runner.claim + runner.store_result); every page read sent after its commit must show it
+   (the site and path pages list its slug; the permalink clients move to the new result's
+   permalink, which must say done): any that does not is a stale read.
+3. Grow the site to 1,000,000 measurements and stream its CSV export in a fresh process,
+   reporting the peak RSS (target < 200 MB).
 
-A table goes to stdout and to docs/bench-portal.md.
+This script measures and writes the figures as JSON (docs/bench-portal.json);
+scripts/bench_portal_report.py turns them into docs/bench-portal.md (also run at the end).
 """
 import argparse
-import cProfile
 import datetime as dt
-import io
 import json
 import os
 import platform
-import pstats
 import random
 import resource
 import secrets
-import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -37,13 +39,13 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts import bench_portal_report, httpload, ports  # noqa: E402
+
 # One database per run: two people running the benchmark at once must not drop each other's.
 BENCH_DB = f"portal_bench_{os.getpid()}"
-PAGE_RATIO_TARGET = 3.0
-CSV_PEAK_TARGET_MB = 200.0
 SITE_SLUG = "bench-site"
-TRIVIAL = "/healthz (trivial)"
-FLOOR = "login page (reference: template only)"
+VANTAGE = "bench-vantage"
+USERS = 10
 
 
 # --- database lifecycle ------------------------------------------------------------------
@@ -87,8 +89,9 @@ def setup_django(db_url):
     os.environ["DATABASE_URL"] = db_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     # Keeps the benchmark's cache entries apart from a dev server sharing the Redis.
-    os.environ["CACHE_KEY_PREFIX"] = "portal-bench"
+    os.environ["CACHE_KEY_PREFIX"] = f"portal-bench-{os.getpid()}"
     os.environ["DEBUG"] = "0"
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + secrets.token_urlsafe(50))
     import django
 
     django.setup()
@@ -234,7 +237,7 @@ def populate(rows, seed):
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench", password="bench-only-pw")
-    vantage = Vantage.objects.create(name="bench-vantage", congestion_controls=["reno", "cubic", "bbr"],
+    vantage = Vantage.objects.create(name=VANTAGE, congestion_controls=["reno", "cubic", "bbr"],
                                      kernel=platform.release(), last_seen=timezone.now())
     site = Site.objects.create(name="Bench site", slug=SITE_SLUG, host="127.0.0.1", port=5201,
                                location="Loopback")
@@ -258,64 +261,93 @@ def populate(rows, seed):
     return site, permalink, load_s, len(trace["t"])
 
 
-# --- page timing ----------------------------------------------------------------------------
+# --- serving and reading pages -------------------------------------------------------------
 
-def make_clients(user):
-    """An anonymous reader (who may be served a stored copy of a page) and a logged-in user
-    (whose pages are always rendered: they carry the user's name and a CSRF token)."""
+def start_gunicorn(db_url, log_path):
+    """The portal as `make run` serves it; returns (process, base URL) once it listens."""
+    port = ports.free_port()
+    env = dict(os.environ, DATABASE_URL=db_url)
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{port}",
+                             "--workers", "2", "--threads", "4"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    ports.wait_listening(port, 60, "gunicorn", proc, Path(log_path))
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def session_cookie(user):
+    from django.conf import settings
     from django.test import Client
 
-    logged_in = Client()
-    logged_in.force_login(user)
-    return {"anonymous": Client(), "logged in": logged_in}
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 
-def time_pages(targets, clients, repeats, warmup=3):
-    """targets: {name: (url, who)}. Returns {name: [seconds]} and {name: body bytes}."""
-    timings = {name: [] for name in targets}
-    sizes = {}
-    for i in range(warmup + repeats):
-        # Interleaved: every page sees the same background load on a shared machine.
-        for name, (url, who) in targets.items():
-            client = clients[who]
-            t0 = time.perf_counter()
-            response = client.get(url)
-            body = response.content
-            elapsed = time.perf_counter() - t0
-            if response.status_code != 200:
-                raise SystemExit(f"{name} {url}: HTTP {response.status_code}: {body[:300]!r}")
-            sizes[name] = len(body)
-            if i >= warmup:
-                timings[name].append(elapsed)
-    return timings, sizes
+def store_new_result(site, vantage, user, seed):
+    """A new 20 s x 4-stream result, stored by the worker's own functions; returns its slug."""
+    from portal.measure import runner
+    from portal.measure.models import Measurement
+
+    rng = random.Random(seed)
+    row, event = fake_row(rng, dt.datetime.now(dt.timezone.utc), "quick")
+    while event is None or not event["quick_mode_entered"]:
+        row, event = fake_row(rng, dt.datetime.now(dt.timezone.utc), "quick")
+    m = Measurement.objects.create(site=site, vantage=vantage, requested_by=user, mode="quick", duration_s=20,
+                                   streams=4)
+    assert runner.claim(m.pk)
+    assert runner.store_result(m.pk, event, trace_dict(seed=seed))
+    return m.slug
 
 
-def query_counts(targets, clients):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
+def page_targets(site, permalink, cookie):
+    """What the clients read, each anonymous and logged in. After the mid-run result the pages
+    must show it: the site and path pages list its permalink; the permalink readers move on to
+    the new result's page, which must say it is done."""
+    listed = {"expect": "/m/{slug}/"}
+    done = {"path": "/m/{slug}/", "expect": '<code>{slug}</code> · <span class="badge done" id="status">done</span>'}
+    pages = [("site page", f"/sites/{site.slug}/", listed),
+             ("path page", f"/sites/{site.slug}/?vantage={VANTAGE}", listed),
+             ("permalink 20 s x 4", permalink.get_absolute_url(), done)]
+    targets = [{"name": "healthz", "path": "/healthz"}]
+    for name, path, after in pages:
+        targets.append({"name": f"{name}, anonymous", "path": path, "after_marker": after})
+        targets.append({"name": f"{name}, logged in", "path": path, "after_marker": after, "cookie": cookie})
+    return targets
 
-    out = {}
-    for name, (url, who) in targets.items():
-        with CaptureQueriesContext(connection) as ctx:
-            clients[who].get(url).content
-        queries = sorted(ctx.captured_queries, key=lambda q: -float(q["time"]))
-        out[name] = {"count": len(queries), "sql_s": sum(float(q["time"]) for q in queries),
-                     "slowest": [(float(q["time"]), q["sql"][:300]) for q in queries[:3]]}
-    return out
 
+def measure_pages(args, db_url, site, permalink):
+    """Runs the load against gunicorn; halfway through, stores a new result and tells the
+    clients. Returns httpload's result plus when the result was committed."""
+    from django.db import connections
 
-def profile_page(client, url, top=18):
-    client.get(url).content
-    profiler = cProfile.Profile()
-    profiler.enable()
-    client.get(url).content
-    profiler.disable()
-    buf = io.StringIO()
-    stats = pstats.Stats(profiler, stream=buf)
-    # Our own code and templates by cumulative time, then the hottest functions anywhere.
-    stats.sort_stats("cumulative").print_stats(r"portal/|template", top)
-    stats.sort_stats("tottime").print_stats(12)
-    return buf.getvalue()
+    targets = page_targets(site, permalink, session_cookie(permalink.requested_by))
+    connections.close_all()  # gunicorn's workers fork from a clean process; ours reconnects later
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base_url = start_gunicorn(db_url, Path(tmp) / "gunicorn.log")
+        marker = Path(tmp) / "marker.json"
+        spec = {"base_url": base_url, "users": USERS, "seconds": args.seconds, "warmup_s": args.warmup,
+                "targets": targets, "marker_file": str(marker)}
+        try:
+            (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+            load = httpload.start(Path(tmp) / "spec.json")
+            time.sleep(args.warmup + args.seconds / 2)
+            slug = store_new_result(site, permalink.vantage, permalink.requested_by, args.seed + 1)
+            marker.write_text(json.dumps({"slug": slug, "committed_at": time.monotonic()}))
+            result = httpload.finish(load, args.seconds + 120)
+        finally:
+            stop(proc)
+    result["new_result"] = slug
+    return result
 
 
 # --- CSV memory (runs in a fresh process) ------------------------------------------------------
@@ -363,19 +395,74 @@ def run_csv_child(db_url, url, buffered=False):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-# --- report ----------------------------------------------------------------------------------
+# --- the run --------------------------------------------------------------------------------
 
-def median_ms(values):
-    return 1000 * statistics.median(values)
+def find_data():
+    """The site and its 20 s x 4-stream permalink in a database a previous run kept."""
+    from portal.measure.models import Measurement, Site
+
+    site = Site.objects.get(slug=SITE_SLUG)
+    permalink = (Measurement.objects.filter(site=site, streams=4, duration_s=20, trace__isnull=False)
+                 .select_related("vantage", "requested_by").order_by("created_at").first())
+    return site, permalink
+
+
+def run(args, db_url):
+    from django.utils import timezone
+
+    from portal.measure.models import Measurement
+
+    started = time.time()
+    figures = {"when": f"{timezone.now():%Y-%m-%d %H:%M} UTC", "host": platform.node(), "cores": os.cpu_count(),
+               "python": platform.python_version(), "database": db_url.rsplit("/", 1)[1],
+               "argv": " ".join(sys.argv[1:]), "rows": args.rows, "users": USERS, "seconds": args.seconds}
+    if args.db:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)  # a kept database may predate the code
+        site, permalink = find_data()
+    else:
+        print(f"loading {args.rows:,} measurements into {BENCH_DB} ...", flush=True)
+        site, permalink, figures["load_s"], _ = populate(args.rows, args.seed)
+    figures["site_rows"] = Measurement.objects.filter(site=site).count()
+    figures["trace_samples"] = permalink.trace.sample_count
+    print(f"reading pages through gunicorn: {USERS} clients, {args.seconds} s ...", flush=True)
+    figures["pages"] = measure_pages(args, db_url, site, permalink)
+    if args.csv_rows:
+        figures["csv"] = measure_csv(args, db_url, site, permalink)
+    figures["total_s"] = time.time() - started
+    return figures
+
+
+def measure_csv(args, db_url, site, permalink):
+    from portal.measure.models import Measurement
+
+    extra = args.csv_rows - Measurement.objects.filter(site=site).count()
+    if extra > 0:
+        print(f"growing the site to {args.csv_rows:,} measurements ...", flush=True)
+        end = Measurement.objects.filter(site=site).order_by("created_at").first().created_at
+        # Older rows, so the year's history shown above stays what it was.
+        copy_measurements(site, permalink.vantage, permalink.requested_by, extra, args.seed + 99,
+                          end - dt.timedelta(seconds=1))
+    rows = Measurement.objects.filter(site=site).count()
+    print(f"streaming the CSV of {rows:,} rows in a fresh process ...", flush=True)
+    url = f"/sites/{site.slug}/measurements.csv"
+    csv = run_csv_child(db_url, url)
+    csv.update(url=url, rows=rows)
+    if args.calibrate:
+        csv["buffered"] = run_csv_child(db_url, url, buffered=True)
+    return csv
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=100_000, help="measurements of the site for page timing")
-    parser.add_argument("--csv-rows", type=int, default=1_000_000, help="site rows for the CSV export")
-    parser.add_argument("--repeats", type=int, default=50, help="timed rounds per page (after 3 warm-up)")
+    parser.add_argument("--rows", type=int, default=100_000, help="measurements of the site for the pages")
+    parser.add_argument("--seconds", type=float, default=60, help="measured seconds of page reading")
+    parser.add_argument("--warmup", type=float, default=5, help="seconds of reading before measuring")
+    parser.add_argument("--csv-rows", type=int, default=1_000_000, help="site rows for the CSV export (0: skip)")
     parser.add_argument("--seed", type=int, default=20030404)
-    parser.add_argument("--keep-db", action="store_true", help=f"leave the {BENCH_DB} database behind")
+    parser.add_argument("--db", help="reuse this database (kept by an earlier --keep-db run) instead of loading")
+    parser.add_argument("--keep-db", action="store_true", help="leave the database behind")
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench-portal.md"))
     parser.add_argument("--calibrate", action="store_true",
                         help="also read the CSV keeping every chunk (a buffered response) to show the peak moves")
@@ -388,144 +475,31 @@ def main():
         csv_child(args.csv_child, buffered=args.buffered)
         return
 
+    global BENCH_DB
     source_url = os.environ.get("DATABASE_URL")
     if not source_url:
         sys.exit("DATABASE_URL is not set: run `make bench-portal`, or set DATABASE_URL=postgres://...")
-    db_url = bench_url(source_url)
-    if args.csv_rows < args.rows:
+    if args.db:
+        BENCH_DB = args.db
+        args.keep_db = True
+    elif args.csv_rows and args.csv_rows < args.rows:
         sys.exit(f"--csv-rows ({args.csv_rows}) must be at least --rows ({args.rows})")
-    recreate_database(source_url)
+    db_url = bench_url(source_url)
+    if not args.db:
+        recreate_database(source_url)
     setup_django(db_url)
     try:
-        report = run(args, db_url)
+        figures = run(args, db_url)
     finally:
         if not args.keep_db:
             drop_database(source_url)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(figures, indent=1))
+    report = bench_portal_report.render(figures)
+    out.write_text(report)
     print(report)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(report)
-    print(f"\nwritten to {os.path.relpath(args.out, ROOT)}")
-
-
-def run(args, db_url):
-    from django.utils import timezone
-
-    from portal.measure.models import Measurement
-
-    started = time.time()
-    print(f"loading {args.rows:,} measurements into {BENCH_DB} ...", flush=True)
-    site, permalink, load_s, samples = populate(args.rows, args.seed)
-    history_url, permalink_url = f"/sites/{site.slug}/", permalink.get_absolute_url()
-    targets = {
-        "site history, anonymous": (history_url, "anonymous"),
-        "site history, logged in": (history_url, "logged in"),
-        "permalink, anonymous": (permalink_url, "anonymous"),
-        "permalink, logged in": (permalink_url, "logged in"),
-        # The floor for any rendered page: a template, a CSRF token, no query of ours.
-        FLOOR: ("/accounts/login/", "anonymous"),
-        TRIVIAL: ("/healthz", "anonymous"),
-    }
-    clients = make_clients(permalink.requested_by)
-    print(f"loaded in {load_s:.1f} s; timing pages ({args.repeats} interleaved rounds) ...", flush=True)
-    timings, sizes = time_pages(targets, clients, args.repeats)
-    queries = query_counts(targets, clients)
-    trivial = median_ms(timings[TRIVIAL])
-    page_rows = []
-    misses = []
-    for name, (url, who) in targets.items():
-        med = median_ms(timings[name])
-        ratio = med / trivial
-        page_rows.append((name, url, med, ratio, sizes[name], queries[name]))
-        if name not in (TRIVIAL, FLOOR) and ratio > PAGE_RATIO_TARGET:
-            misses.append(name)
-
-    profiles = {name: profile_page(clients[targets[name][1]], targets[name][0]) for name in misses}
-
-    extra = args.csv_rows - args.rows
-    if extra > 0:
-        print(f"growing the site to {args.csv_rows:,} measurements ...", flush=True)
-        end = Measurement.objects.filter(site=site).order_by("created_at").first().created_at
-        # Older rows, so the year's history shown above stays what it was.
-        copy_measurements(site, permalink.vantage, permalink.requested_by, extra, args.seed + 99,
-                          end - dt.timedelta(seconds=1))
-    site_total = Measurement.objects.filter(site=site).count()
-    print(f"streaming the CSV of {site_total:,} rows in a fresh process ...", flush=True)
-    csv_url = f"/sites/{site.slug}/measurements.csv"
-    csv = run_csv_child(db_url, csv_url)
-    csv_ok = csv["lines"] == site_total + 1
-    buffered = None
-    if args.calibrate:
-        print("calibration: the same CSV with every chunk kept ...", flush=True)
-        buffered = run_csv_child(db_url, csv_url, buffered=True)
-
-    lines = [
-        "# bench-portal",
-        "",
-        f"Run {timezone.now():%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} cores, shared), "
-        f"Python {platform.python_version()}, PostgreSQL database `{BENCH_DB}` (created and dropped by the run). "
-        f"Command: `make bench-portal` (`scripts/bench_portal.py --rows {args.rows} --csv-rows {args.csv_rows} "
-        f"--repeats {args.repeats}{' --calibrate' if args.calibrate else ''}`). Total run time {time.time() - started:.0f} s.",
-        "",
-        f"Data: {args.rows:,} measurements of one site over a year (85% quick, 10% full, 5% validate; "
-        f"5% failed; each with its `result` JSON) loaded by COPY in {load_s:.1f} s, two neighbour sites with "
-        f"2,000 each, and one permalink measurement with a {samples * 20 / 1000:.0f} s trace at 20 ms "
-        f"with 4 streams ({samples} samples).",
-        "",
-        "## Pages vs the trivial view",
-        "",
-        f"Django's test Client in-process (full middleware, sessions, templates, PostgreSQL queries, "
-        f"the Django cache on Redis when REDIS_URL is set; no HTTP socket). {args.repeats} interleaved "
-        f"rounds after 3 warm-up rounds; medians. \"anonymous\" readers may be served a stored copy of the "
-        f"page after the first request; \"logged in\" pages are rendered every time (session and user "
-        f"queries included). Target: page / trivial <= {PAGE_RATIO_TARGET:.0f}x.",
-        "",
-        "| page | URL | median ms | p90 ms | / trivial | body KB | queries | SQL ms | target |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for name, url, med, ratio, size, q in page_rows:
-        p90 = 1000 * statistics.quantiles(timings[name], n=10)[-1] if len(timings[name]) > 1 else med
-        verdict = "" if name in (TRIVIAL, FLOOR) else ("ok" if ratio <= PAGE_RATIO_TARGET else "**MISS**")
-        lines.append(f"| {name} | `{url}` | {med:.2f} | {p90:.2f} | {ratio:.1f}x | {size / 1024:.1f} | "
-                     f"{q['count']} | {1000 * q['sql_s']:.1f} | {verdict} |")
-    ratios = {name: ratio for name, _url, _med, ratio, _size, _q in page_rows}
-    floor = ratios[FLOOR]
-    lines += [
-        "",
-        f"Reading: the login page, one template with a CSRF token and no query of ours, costs "
-        f"{floor:.1f}x the trivial view in this run, so a {PAGE_RATIO_TARGET:.0f}x target can only be met by "
-        f"pages that skip rendering (stored copies). Logged-in pages, always rendered, cost "
-        + ", ".join(f"{name} {ratios[name] / floor:.1f}x" for name in ratios if name.endswith("logged in"))
-        + " the login page.",
-    ]
-    for name in misses:
-        lines += ["", f"### Why {name} misses", "", "Slowest queries (seconds, SQL):", ""]
-        lines += [f"- {sec:.4f} s: `{sql}`" for sec, sql in queries[name]["slowest"]]
-        lines += ["", "Profile of one request (cumulative):", "", "```", profiles[name].strip(), "```"]
-    lines += [
-        "",
-        "## CSV export memory",
-        "",
-        f"`{csv_url}` ({site_total:,} rows) through the streaming view in a fresh Python process "
-        f"(Django test Client, response consumed chunk by chunk); peak RSS from getrusage(ru_maxrss). "
-        f"Target: peak < {CSV_PEAK_TARGET_MB:.0f} MB.",
-        "",
-        "| how the response is read | rows | CSV MB | seconds | RSS after setup MB | peak RSS MB | target |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        f"| streamed, chunk by chunk | {csv['lines'] - 1:,} | {csv['bytes'] / 1e6:.1f} | {csv['seconds']:.1f} | "
-        f"{csv['base_mb']:.1f} | {csv['peak_mb']:.1f} | {'ok' if csv['peak_mb'] < CSV_PEAK_TARGET_MB else '**MISS**'} |",
-    ]
-    if buffered is not None:
-        lines.append(
-            f"| calibration: every chunk kept (a buffered response) | {buffered['lines'] - 1:,} | "
-            f"{buffered['bytes'] / 1e6:.1f} | {buffered['seconds']:.1f} | {buffered['base_mb']:.1f} | "
-            f"{buffered['peak_mb']:.1f} | (shows the measurement sees memory) |")
-    lines += [
-        "",
-        f"Line count {'matches' if csv_ok else 'DOES NOT match'} the rows + header "
-        f"({csv['lines']:,} lines for {site_total:,} rows). Header: `{csv['header']}`",
-        "",
-    ]
-    return "\n".join(lines)
+    print(f"\nwritten to {os.path.relpath(out, ROOT)} (figures: {os.path.relpath(out.with_suffix('.json'), ROOT)})")
 
 
 if __name__ == "__main__":
