@@ -78,8 +78,9 @@ def _load(spec):
 
         def on_start(self):
             self.offset = id(self) % len(targets)  # clients do not move in lockstep
-            self.authed = FastHttpSession(self.environment, base_url=self.host,
-                                          request_event=self.environment.events.request, user=self)
+            # A second keep-alive session for the logged-in reads: its cookies stay its own.
+            self.authed = FastHttpSession(base_url=self.host, request_event=self.environment.events.request,
+                                          user=self)
 
         @task
         def read_all(self):

@@ -8,7 +8,9 @@ connection counts as a client to iperf3 (3.12 blocks on its cookie) and makes it
 import socket
 import time
 
-LISTEN = "0A"  # the TCP state column of /proc/net/tcp
+# The TCP state column of /proc/net/tcp.
+LISTEN = "0A"
+ESTABLISHED = "01"
 
 
 def free_port():
@@ -21,24 +23,47 @@ def free_port():
         return s.getsockname()[1]
 
 
-def listening_ports():
-    """Every local port in LISTEN state, IPv4 or IPv6."""
-    ports = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+def port_is_free(port, host="127.0.0.1"):
+    """Whether `port` on `host` can be bound now (for a preferred port, e.g. iperf3's 5201)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            with open(name) as f:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def sockets(state, pid=None):
+    """Local ports of the TCP sockets in `state` (LISTEN, ESTABLISHED), IPv4 and IPv6, as a list
+    (a port appears once per socket); pid: read that process's network namespace instead."""
+    base = f"/proc/{pid}/net" if pid else "/proc/net"
+    found = []
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"{base}/{name}") as f:
                 next(f)
                 for line in f:
                     fields = line.split()
-                    if fields[3] == LISTEN:
-                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+                    if fields[3] == state:
+                        found.append(int(fields[1].rsplit(":", 1)[1], 16))
         except FileNotFoundError:  # no IPv6 in this kernel or namespace
             pass
-    return ports
+    return found
 
 
-def listening(port):
-    return port in listening_ports()
+def listening_ports(pid=None):
+    """Every local port in LISTEN state, IPv4 or IPv6 (in pid's namespace if given)."""
+    return set(sockets(LISTEN, pid))
+
+
+def listening(port, pid=None):
+    return port in listening_ports(pid)
+
+
+def established(port):
+    """How many ESTABLISHED sockets have `port` as their local port (a server's connections)."""
+    return sockets(ESTABLISHED).count(port)
 
 
 def wait_until(predicate, timeout, what, proc=None, log=None):

@@ -10,7 +10,6 @@ SQLite and a file-system broker under var/.
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,34 +17,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from scripts.ports import free_port, listening, port_is_free  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 PR_SET_PDEATHSIG = 1
 
 
 def say(message):
     print(f"[run] {message}", flush=True)
-
-
-def port_free(port, host="127.0.0.1"):
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    want = f"0100007F:{port:04X}"
-    with open("/proc/net/tcp") as f:
-        return any(line.split()[1] == want and line.split()[3] == "0A" for line in list(f)[1:])
 
 
 def _die_with_us():
@@ -145,9 +124,9 @@ def main():
         sys.exit("the prober is not built: run `make prober` (make run does it for you)")
     settings = setup_django()
     web_port = int(os.environ.get("PORT", "8000"))
-    if not port_free(web_port):
+    if not port_is_free(web_port):
         sys.exit(f"port {web_port} is in use: set PORT to another one")
-    iperf_port = 5201 if port_free(5201) else free_port()
+    iperf_port = 5201 if port_is_free(5201) else free_port()
 
     procs = Processes()
     stopping = []

@@ -3,40 +3,13 @@ helpers that make sure whatever a test starts is gone when it ends."""
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
+
+from scripts.ports import free_port, listening, wait_until  # noqa: F401 (the tests' names for them)
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    """True once something listens on 127.0.0.1:port. Read from /proc: a probing connect would
-    count as a client to iperf3 and make it log an error."""
-    want = f"0100007F:{port:04X}"
-    with open("/proc/net/tcp") as f:
-        return any(line.split()[1] == want and line.split()[3] == "0A" for line in list(f)[1:])
-
-
-def wait_until(predicate, timeout, what, proc=None, log=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    tail = log.read_text()[-3000:] if log is not None and log.exists() else ""
-    state = f"exited with {proc.returncode}" if proc is not None and proc.poll() is not None else "still running"
-    raise AssertionError(f"{what} not ready within {timeout} s ({state}); log tail:\n{tail}")
 
 
 def stop(proc, timeout=10):

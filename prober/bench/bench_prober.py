@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from scripts.ports import free_port, listening  # noqa: E402
+
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 REPORT = ROOT / "prober" / "bench" / "report-prober.md"
 
@@ -41,24 +43,6 @@ def _pinned(which):
     if cpus is None:
         return None
     return lambda: os.sched_setaffinity(0, cpus)
-
-
-def free_port():
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        s.bind(("::", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(name) as f:
-            next(f)
-            for line in f:
-                p = line.split()
-                if p[3] == "0A" and int(p[1].rsplit(":", 1)[1], 16) == port:
-                    return True
-    return False
 
 
 def start_server():

@@ -43,6 +43,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path as FsPath
 
 LAB_DIR = FsPath(__file__).resolve().parent
+# The repository's shared port helpers (scripts/ports.py), also when run as prober/lab/labctl.py.
+sys.path.insert(0, str(LAB_DIR.parents[1]))
+from scripts import ports  # noqa: E402
+
 PROBER_DIR = LAB_DIR.parent
 DELAYLINE = PROBER_DIR / "build" / "delayline"
 PATHS_FILE = LAB_DIR / "paths.json"
@@ -400,23 +404,10 @@ class Lab:
         out = open(self.log_dir / f"server-{p.name}.log", "w") if self.log_dir else subprocess.DEVNULL
         self._server = self._spawn(argv, self.far_ns, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 5
-        while not self._listening(self._far.pid, self.port):
+        while not ports.listening(self.port, pid=self._far.pid):
             if self._server.poll() is not None or time.monotonic() > deadline:
                 raise LabError(f"{argv[0]} -s did not start listening on port {self.port}")
             time.sleep(0.01)
-
-    @staticmethod
-    def _listening(pid: int, port: int) -> bool:
-        want = f":{port:04X} "
-        for f in ("tcp", "tcp6"):
-            try:
-                for line in open(f"/proc/{pid}/net/{f}").read().splitlines()[1:]:
-                    cols = line.split()
-                    if cols[1].endswith(want.strip()) and cols[3] == "0A":
-                        return True
-            except FileNotFoundError:
-                continue
-        return False
 
     def stats(self, timeout: float = 5.0) -> dict:
         """The delay line's counters now (per direction: fwd = near->far, rev = far->near)."""

@@ -4,43 +4,18 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scripts.ports import established, free_port, listening_ports  # noqa: F401 (qp.free_port in tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 EVENTS_MD = ROOT / "prober" / "EVENTS.md"
 
 RULES = {"paper_cwnd_stable", "paper_small_cwnd", "ssthresh_set", "bbr_plateau"}
-
-
-def free_port():
-    """A port nothing listens on right now; a dual-stack :: bind covers 127.0.0.1 too
-    (iperf3 listens on ::, iperf 2 on 0.0.0.0)."""
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s6:
-        s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        s6.bind(("::", 0))
-        return s6.getsockname()[1]
-
-
-def listening_ports():
-    """Ports in LISTEN state, read from /proc (connecting to probe would disturb iperf3 3.12,
-    which blocks on the cookie of any accepted connection)."""
-    ports = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name) as f:
-                next(f)
-                for line in f:
-                    parts = line.split()
-                    if parts[3] == "0A":
-                        ports.add(int(parts[1].rsplit(":", 1)[1], 16))
-        except FileNotFoundError:
-            pass
-    return ports
 
 
 class Proc:
@@ -220,15 +195,7 @@ def iperf3_server_reports(output):
 
 def established_to(port):
     """Number of ESTABLISHED TCP sockets whose local port is `port` (server side)."""
-    n = 0
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(name) as f:
-            next(f)
-            for line in f:
-                parts = line.split()
-                if parts[3] == "01" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                    n += 1
-    return n
+    return established(port)
 
 
 def iperf2_server_bytes(csv_output):
