@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import history, pagecache, progress
@@ -95,7 +96,7 @@ def measurement(request, slug):
         return render(request, "measure/measurement.html", context)
 
     # Decompressing and thinning a long multi-stream trace is the page's main cost.
-    context["trace"] = pagecache.for_site(m.site, "chart-trace", lambda: _trace_dict_or_none(m), m.pk)
+    context["trace"] = pagecache.for_site(m.site, "chart-trace", lambda: _chart_trace(m), m.pk)
     return render(request, "measure/measurement.html", context)
 
 
@@ -104,9 +105,16 @@ def measurement(request, slug):
 CHART_MAX_SAMPLES = 1500
 
 
-def _trace_dict_or_none(m):
+def _chart_trace(m):
+    """What the permalink's charts need, or None without a trace: the thinned trace already as
+    the page's JSON script (encoding thousands of numbers is most of the page's cost), its
+    number of streams and the stride."""
     trace = MeasurementTrace.objects.filter(measurement=m).first()
-    return thin_trace(trace.to_dict()) if trace is not None else None
+    if trace is None:
+        return None
+    data = thin_trace(trace.to_dict())
+    return {"json": json_script(data, "trace-data"), "streams": len(data.get("streams") or []),
+            "stride": data.get("stride")}
 
 
 def thin_trace(data, limit=CHART_MAX_SAMPLES):

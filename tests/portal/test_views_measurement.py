@@ -310,3 +310,29 @@ def test_progress_status_read_again_when_worker_claimed_meanwhile(client, measur
     html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
     assert '<li class="current" data-phase="connecting">Connecting</li>' in html
     assert '<span class="badge running" id="status" hx-swap-oob="true">running</span>' in html
+
+
+def test_pagecache_waits_for_a_concurrent_build(site):
+    import threading
+
+    from django.core.cache import cache
+
+    from portal.measure import pagecache
+
+    def never():
+        raise AssertionError("built twice")
+
+    cache.add(f"{pagecache.site_key(site, 'probe')}:building", 1, 5)  # another request is building the entry
+    threading.Timer(0.2, lambda: cache.set(pagecache.site_key(site, "probe"), ("theirs",), 60)).start()
+    assert pagecache.for_site(site, "probe", never) == "theirs"
+
+
+def test_pagecache_builds_when_the_other_build_vanishes(site, monkeypatch):
+    from django.core.cache import cache
+
+    from portal.measure import pagecache
+
+    monkeypatch.setattr(pagecache, "BUILD_WAIT_S", 0.2)
+    cache.add(f"{pagecache.site_key(site, 'probe')}:building", 1, 60)  # its builder died and left the marker
+    assert pagecache.for_site(site, "probe", lambda: "ours") == "ours"
+
