@@ -291,6 +291,10 @@ HEARTBEAT_INTERVAL_S = env_number("HEARTBEAT_INTERVAL_S", 2.0, kind=float, minim
 REAPER_HEARTBEAT_S = env_number("REAPER_HEARTBEAT_S", 30.0, kind=float, minimum=1.0)
 # A queued row older than this will never run (no worker for its vantage, or retries exhausted).
 REAPER_QUEUED_S = env_number("REAPER_QUEUED_S", 3600.0, kind=float, minimum=1.0)
+# A queued row whose task is due this long and is not on the broker lost its task: the watchdog
+# sends it again, at most WATCHDOG_MAX_RESENDS times (portal/measure/dispatch.py).
+WATCHDOG_GRACE_S = env_number("WATCHDOG_GRACE_S", 30.0, kind=float, minimum=1.0)
+WATCHDOG_MAX_RESENDS = env_number("WATCHDOG_MAX_RESENDS", 3, minimum=0)
 REAPER_INTERVAL_S = env_number("REAPER_INTERVAL_S", 15.0, kind=float, minimum=1.0)
 # Another vantage is testing this site: try again in a while.
 SITE_BUSY_RETRIES = env_number("SITE_BUSY_RETRIES", 60, minimum=0)

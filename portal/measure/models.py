@@ -174,6 +174,12 @@ class Measurement(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The task's bookkeeping (portal/measure/dispatch.py): when the current task message was
+    # sent (empty: not sent, the broker was unreachable), when it is due to start (at once, or
+    # after a retry's countdown), and how often the watchdog had to send a lost one again.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    dispatch_count = models.PositiveSmallIntegerField(default=0)
 
     # The prober's whole `result` event; its figures are also copied into the columns declared
     # in vocab.RESULT_FIELDS (added below) so pages and CSV can filter and sort without it.
@@ -184,6 +190,7 @@ class Measurement(models.Model):
         indexes = [
             models.Index(fields=["site", "-created_at"], name="measurement_site_created"),
             models.Index(fields=["status", "heartbeat_at"], name="measurement_status_heartbeat"),
+            models.Index(fields=["status", "due_at"], name="measurement_status_due"),
             models.Index(fields=["created_at"], name="measurement_created"),
         ]
         constraints = [

@@ -4,6 +4,7 @@ is prober/EVENTS.md) into progress and a trace, and stores the outcome.
 The task in tasks.py only calls run() and turns TryLater into a Celery retry; the prober
 process itself (start, read, stop) is workers/prober.py.
 """
+import functools
 import json
 import logging
 import random
@@ -12,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from workers import prober
@@ -123,6 +124,24 @@ class EventSink:
             self._dirty = False
 
 
+def _reconnecting(write):
+    """A dropped database connection (a PostgreSQL restart, pg_terminate_backend) must not
+    lose a running test: the write is tried once more on a fresh connection."""
+    @functools.wraps(write)
+    def wrapper(*args, **kwargs):
+        try:
+            return write(*args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block:
+                raise
+            log.warning("database connection lost in %s (%s); reconnecting", write.__name__, exc)
+            connection.close()
+            return write(*args, **kwargs)
+
+    return wrapper
+
+
+@_reconnecting
 def claim(measurement_id):
     """Move the row from queued to running. True if we got it; False if someone else did or it
     is finished; IntegrityError if another measurement of the same site is running."""
@@ -133,6 +152,7 @@ def claim(measurement_id):
     return claimed == 1
 
 
+@_reconnecting
 def release(measurement_id):
     """Back to queued, for a retry."""
     Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(
@@ -140,6 +160,7 @@ def release(measurement_id):
     progress.write(measurement_id, Phase.QUEUED)
 
 
+@_reconnecting
 def fail(measurement_id, code, reason, from_statuses=UNFINISHED_STATUSES):
     updated = Measurement.objects.filter(pk=measurement_id, status__in=from_statuses).update(
         status=Status.FAILED, failure_code=code[:32], failure_reason=reason, finished_at=timezone.now())
@@ -148,6 +169,7 @@ def fail(measurement_id, code, reason, from_statuses=UNFINISHED_STATUSES):
     return updated == 1
 
 
+@_reconnecting
 def store_result(measurement_id, event, trace_dict):
     """Results and trace in one transaction; only while the row is still ours (running)."""
     with transaction.atomic():
@@ -162,6 +184,7 @@ def store_result(measurement_id, event, trace_dict):
     return True
 
 
+@_reconnecting
 def heartbeat(measurement_id):
     """False when the row is no longer ours (reaped or cancelled): stop the prober."""
     return Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(heartbeat_at=timezone.now()) == 1

@@ -5,18 +5,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from portal.celery import app
-
 from . import quotas, reaper
+from .dispatch import queue_measurement
 from .forms import MeasurementForm
-from .models import Measurement
-from .vocab import TASK_RUN
 
 log = logging.getLogger(__name__)
-
-
-def enqueue(measurement):
-    app.send_task(TASK_RUN, args=[measurement.pk], queue=measurement.vantage.queue_name)
 
 
 def request_measurement(form_data, user):
@@ -32,14 +25,13 @@ def request_measurement(form_data, user):
     # Opportunistic: a user asking for a test is a good moment to clear abandoned rows.
     reaper.reap()
     requester = user if user is not None and user.is_authenticated else None
-    measurement = Measurement(requested_by=requester, **form.measurement_fields())
+    fields = form.measurement_fields()
     with transaction.atomic():
         if requester is not None:
             # One request at a time per user: two sent at once must not both fit the last slot.
             get_user_model().objects.select_for_update().filter(pk=requester.pk).exists()
-            quotas.check(requester, measurement.duration_s)
-        measurement.save()
-    # The worker must find the row, so the task is sent only once it is committed.
-    transaction.on_commit(lambda: enqueue(measurement))
+            quotas.check(requester, fields["duration_s"])
+        # The row and its task together: the task is sent once the row is committed (dispatch.py).
+        measurement = queue_measurement(requested_by=requester, **fields)
     log.info("queued measurement %s of %s from %s", measurement.slug, measurement.site.slug, measurement.vantage.name)
     return measurement

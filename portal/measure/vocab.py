@@ -60,6 +60,7 @@ class FailureCode(models.TextChoices):
     # Set by the portal.
     WORKER_LOST = "worker_lost", "the worker stopped heartbeating mid-test (killed, host down); the reaper failed it"
     QUEUED_TOO_LONG = "queued_too_long", "no worker took the test from its vantage's queue within REAPER_QUEUED_S"
+    TASK_LOST = "task_lost", "its task vanished from the broker (Redis restart, killed worker) more than WATCHDOG_MAX_RESENDS times"
     SITE_BUSY = "site_busy", "other measurements of the site kept it busy through SITE_BUSY_RETRIES attempts"
     OVERRAN = "overran", "the prober ran past duration + PROBER_MARGIN_S and was killed"
     ABANDONED = "abandoned", "the row was failed (reaped or cancelled) while the prober ran; the prober was stopped"
@@ -75,6 +76,7 @@ class FailureCode(models.TextChoices):
     CONNECT_REFUSED = "connect_refused", "nothing listens on the site's port"
     CONNECT_TIMEOUT = "connect_timeout", "no answer to connect within the connect timeout"
     SERVER_BUSY = "server_busy", "the iperf server was busy with another client through SERVER_BUSY_RETRIES attempts"
+    SERVER_CLOSED = "server_closed", "the server accepted and closed without a byte: not an iperf3 server, or it refuses us"
     SERVER_ERROR = "server_error", "the iperf3 server reported an error (its code and errno are in the reason)"
     AUTH_REQUIRED = "auth_required", "the iperf3 server wants RSA authentication"
     PROTOCOL = "protocol", "the server sent garbage, oversized or unexpected messages"
@@ -96,7 +98,7 @@ def public_failure_reason(code):
 
 PROBER_CODES = frozenset({
     FailureCode.USAGE, FailureCode.DNS, FailureCode.CONNECT_REFUSED, FailureCode.CONNECT_TIMEOUT,
-    FailureCode.SERVER_BUSY, FailureCode.SERVER_ERROR, FailureCode.AUTH_REQUIRED, FailureCode.PROTOCOL,
+    FailureCode.SERVER_BUSY, FailureCode.SERVER_CLOSED, FailureCode.SERVER_ERROR, FailureCode.AUTH_REQUIRED, FailureCode.PROTOCOL,
     FailureCode.TIMEOUT, FailureCode.CONGESTION, FailureCode.INTERRUPTED, FailureCode.IO,
 })
 

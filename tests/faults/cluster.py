@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests import servers
 
-CELERY_APP = "workers.celery"
+CELERY_APP = "portal.celery"
 
 # Short timings so each drill ends in seconds; every bound a drill asserts derives from these.
 TIMINGS = {
@@ -157,6 +157,13 @@ class Cluster:
         return self._start(f"beat-{len(self.procs)}", ["beat", "-l", "INFO", "-s", str(self.dir / "beat-schedule")])
 
     def stop(self):
+        # All at once (each warm shutdown takes seconds), then wait for each.
+        for handle in self.procs:
+            if handle.alive():
+                try:
+                    os.killpg(handle.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         for handle in reversed(self.procs):
             servers.stop(handle.proc)
 
@@ -172,3 +179,9 @@ def wait_for(predicate, timeout, what, cluster=None):
             return value
         time.sleep(0.1)
     raise AssertionError(f"{what} not within {timeout} s" + (f"\n{cluster.logs()}" if cluster else ""))
+
+
+def celery_app():
+    import importlib
+
+    return importlib.import_module(CELERY_APP).app

@@ -30,3 +30,27 @@ def cluster(transactional_db, tmp_path, redis_server, cache_key_prefix, quickpro
         yield started
     finally:
         started.stop()
+
+
+@pytest.fixture
+def broker(redis_server):
+    """This process's Celery app publishes to the test's own Redis (the web side of a drill)."""
+    from tests.faults.cluster import celery_app
+
+    app = celery_app()
+    # The Django namespace's key is the one Celery reads (app.conf.broker_url would not stick).
+    saved = app.conf.CELERY_BROKER_URL
+
+    def forget_connections():
+        if app._pool is not None:
+            app._pool.force_close_all()
+            app._pool = None
+        app.amqp._producer_pool = None
+
+    forget_connections()
+    app.conf.CELERY_BROKER_URL = redis_server.url
+    try:
+        yield app
+    finally:
+        forget_connections()
+        app.conf.CELERY_BROKER_URL = saved
