@@ -2,9 +2,11 @@
 """`make run`: the whole product on one machine.
 
 Migrates the database, starts a local `iperf3 -s` (port 5201 if free) registered as the demo
-site, registers this host as the vantage, prints a demo login and an API token, then runs a
-Celery worker (with the reaper's beat) and gunicorn on http://127.0.0.1:$PORT (default 8000).
-Ctrl-C stops everything it started. Without DATABASE_URL / REDIS_URL it needs no server:
+site, registers this host as the vantage, prints a demo login and an API token, then runs the
+vantage's Celery worker, the housekeeping worker (reaper, task watchdog, sweeps), beat, each
+as its own process as in docker-compose.yml, and gunicorn on http://127.0.0.1:$PORT (default
+8000). A worker or beat that dies is started again (at most RESTARTS_PER_MINUTE times a
+minute), as compose's restart policy does. Ctrl-C stops everything it started. Without DATABASE_URL / REDIS_URL it needs no server:
 SQLite and a file-system broker under var/.
 """
 import ctypes
@@ -21,6 +23,7 @@ from scripts.ports import free_port, listening, port_is_free  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 PR_SET_PDEATHSIG = 1
+RESTARTS_PER_MINUTE = 5
 
 
 def say(message):
@@ -35,17 +38,33 @@ def _die_with_us():
 class Processes:
     def __init__(self):
         self.procs = []
+        self.specs = {}
+        self.restarts = {}
 
-    def start(self, name, cmd, **kwargs):
+    def start(self, name, cmd, restart=False, **kwargs):
         say(f"starting {name}: {' '.join(cmd)}")
         # Own session: Ctrl-C reaches only this script, which then stops each child in order.
         proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True,
                                 preexec_fn=_die_with_us, **kwargs)
-        self.procs.append((name, proc))
+        self.procs = [(n, p) for n, p in self.procs if n != name] + [(name, proc)]
+        if restart:
+            self.specs[name] = (cmd, kwargs)
         return proc
 
     def exited(self):
         return [(name, proc.returncode) for name, proc in self.procs if proc.poll() is not None]
+
+    def restart(self, name):
+        """Starts an exited restartable process again; False if it may not (not restartable, or
+        restarted RESTARTS_PER_MINUTE times within the last minute)."""
+        now = time.monotonic()
+        recent = [t for t in self.restarts.get(name, []) if now - t < 60]
+        if name not in self.specs or len(recent) >= RESTARTS_PER_MINUTE:
+            return False
+        self.restarts[name] = [*recent, now]
+        cmd, kwargs = self.specs[name]
+        self.start(name, cmd, restart=True, **kwargs)
+        return True
 
     def stop_all(self):
         for name, proc in reversed(self.procs):
@@ -141,11 +160,20 @@ def main():
                     stdout=subprocess.DEVNULL)
         site, vantage, password, token, admin_password = prepare(iperf_port)
         py = sys.executable
-        procs.start("celery worker", [py, "-m", "celery", "-A", "portal", "worker", "-B",
-                                      "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler",
-                                      "-Q", f"{vantage.queue_name},celery", "--concurrency", "2",
+        from portal.measure.vocab import SHARED_QUEUE
+
+        celery = [py, "-m", "celery", "-A", "portal"]
+        # As docker-compose.yml runs them: beat never inside a worker (-B), so a killed worker
+        # leaves no orphaned scheduler, and the reaper runs on a worker of its own, so a lost
+        # vantage worker is found with no new request arriving.
+        procs.start("celery worker", [*celery, "worker", "-Q", vantage.queue_name, "--concurrency", "2",
                                       "--without-gossip", "--without-mingle", "-l", "INFO",
-                                      "-n", f"{vantage.name}@%h"])
+                                      "-n", f"{vantage.name}@%h"], restart=True)
+        procs.start("housekeeping worker", [*celery, "worker", "-Q", SHARED_QUEUE, "--concurrency", "1",
+                                            "--without-gossip", "--without-mingle", "-l", "INFO",
+                                            "-n", "housekeeping@%h"], restart=True)
+        procs.start("celery beat", [*celery, "beat", "-S", "django_celery_beat.schedulers:DatabaseScheduler",
+                                    "-l", "INFO"], restart=True)
         procs.start("web server", [py, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{web_port}",
                                    "--workers", "2", "--threads", "4", "--access-logfile", "-"])
         deadline = time.monotonic() + 30
@@ -163,10 +191,13 @@ def main():
         say(f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db['NAME']}; broker: {settings.CELERY_BROKER_URL.split('@')[-1]}")
         say("Ctrl-C stops everything.")
         while not stopping:
-            dead = procs.exited()
-            if dead:
-                say(f"{dead[0][0]} exited with status {dead[0][1]}; stopping the rest")
-                return 1
+            for name, status in procs.exited():
+                if stopping:
+                    break
+                say(f"{name} exited with status {status}")
+                if not procs.restart(name):
+                    say("stopping the rest")
+                    return 1
             time.sleep(0.5)
         return 0
     finally:

@@ -1,0 +1,83 @@
+"""`make run` (scripts/run.py) runs beat, the housekeeping worker and the vantage's worker as
+separate processes: kill -9 of the vantage worker's whole group mid-test leaves no orphaned
+scheduler, the lost test is failed within the reaper's bound with no new request arriving,
+and the worker is started again and measures."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests import servers
+from tests.faults import drills
+from tests.faults.cluster import TIMINGS
+
+pytestmark = pytest.mark.faults
+
+
+def _api(port, token, path, data=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/{path}", data=data,
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _wait_finished(port, token, slug, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = _api(port, token, f"measurements/{slug}")
+        if state["status"] in ("done", "failed"):
+            return state, time.monotonic()
+        time.sleep(0.2)
+    raise AssertionError(f"{slug} not finished within {timeout} s: {state}")
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().replace(b"\0", b" ").decode()
+
+
+def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
+    port = servers.free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env.update(TIMINGS, PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runfault",
+               PYTHONUNBUFFERED="1")
+    log = tmp_path / "run.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(servers.REPO / "scripts" / "run.py")], cwd=tmp_path, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)
+        iperf = int(re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", log.read_text()).group(1))
+        beats = [pid for pid in servers.processes_with("-A portal beat") if str(tmp_path) in _cmdline(pid)]
+        workers = [pid for pid in servers.processes_with("-n runfault@") if "celery" in _cmdline(pid)]
+        assert len(beats) == 1, "beat should run as a process of its own"
+        assert all(" -B " not in _cmdline(pid) for pid in workers)
+        leader = min(workers)  # the worker's main process leads its process group
+
+        body = _api(port, token, "measurements", data=b"site=local-iperf3&mode=full&duration_s=20")
+        servers.wait_until(lambda: drills.prober_pids(iperf), 30, "the prober running")
+        time.sleep(1)
+        os.killpg(leader, signal.SIGKILL)
+        killed_at = time.monotonic()
+        state, ended_at = _wait_finished(port, token, body["id"], drills.LOST_WORKER_BOUND_S + 5)
+        assert (state["status"], state["failure_code"]) == ("failed", "worker_lost"), state
+        assert ended_at - killed_at <= drills.LOST_WORKER_BOUND_S
+        assert servers.processes_with("-A portal beat") == beats, "beat is untouched by the worker's death"
+        servers.wait_until(lambda: "celery worker exited with status" in log.read_text(), 10, "restart noticed")
+        again = _api(port, token, "measurements", data=b"site=local-iperf3&duration_s=2")
+        state, _ = _wait_finished(port, token, again["id"], 60)
+        assert state["status"] == "done", state
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+        assert servers.processes_with(str(tmp_path)) == []
+    finally:
+        servers.stop(proc)
+        for pid in servers.processes_with(str(tmp_path)) + servers.processes_with(f"127.0.0.1:{port}"):
+            os.kill(pid, signal.SIGKILL)
