@@ -11,7 +11,7 @@ TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
 
-.PHONY: all prober check-prober packages-run packages-test venv lint test run bench-prober bench-quick bench-portal bench-sweep fuzz lab clean
+.PHONY: all prober check-prober packages-run packages-test venv lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab clean
 
 all: prober
 
@@ -63,6 +63,12 @@ bench-portal: venv
 bench-sweep: venv prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_sweep.py
+
+# 50 locust users for 5 minutes through nginx (needs Debian's nginx and iperf3); run it under
+# `flock /work/bench.lock` on a shared machine. Report: docs/bench-load.md.
+bench-load: venv prober
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
+		$(PY) scripts/bench_load.py
 
 fuzz:
 	$(MAKE) -C prober fuzz
