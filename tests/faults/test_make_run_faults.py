@@ -38,8 +38,16 @@ def _wait_finished(port, token, slug, timeout):
 
 
 def _cmdline(pid):
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        return f.read().replace(b"\0", b" ").decode()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:  # gone meanwhile
+        return ""
+
+
+def _beats(tmp_path):
+    """This run's beat processes (other people's runs may have theirs)."""
+    return [pid for pid in servers.processes_with("-A portal beat") if str(tmp_path) in _cmdline(pid)]
 
 
 def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
@@ -55,9 +63,9 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)
         iperf = int(re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", log.read_text()).group(1))
-        beats = [pid for pid in servers.processes_with("-A portal beat") if str(tmp_path) in _cmdline(pid)]
+        beats = _beats(tmp_path)
         workers = [pid for pid in servers.processes_with("-n runfault@") if "celery" in _cmdline(pid)]
-        assert len(beats) == 1, "beat should run as a process of its own"
+        assert len(beats) == 1, f"beat should run as a process of its own: {[_cmdline(p) for p in beats]}"
         assert all(" -B " not in _cmdline(pid) for pid in workers)
         leader = min(workers)  # the worker's main process leads its process group
 
@@ -67,9 +75,9 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         os.killpg(leader, signal.SIGKILL)
         killed_at = time.monotonic()
         state, ended_at = _wait_finished(port, token, body["id"], drills.LOST_WORKER_BOUND_S + 5)
-        assert (state["status"], state["failure_code"]) == ("failed", "worker_lost"), state
-        assert ended_at - killed_at <= drills.LOST_WORKER_BOUND_S
-        assert servers.processes_with("-A portal beat") == beats, "beat is untouched by the worker's death"
+        assert (state["status"], state["failure_code"]) == ("failed", "worker_lost"), (state, log.read_text()[-3000:])
+        assert ended_at - killed_at <= drills.LOST_WORKER_BOUND_S, log.read_text()[-3000:]
+        assert _beats(tmp_path) == beats, "beat is untouched by the worker's death"
         servers.wait_until(lambda: "celery worker exited with status" in log.read_text(), 10, "restart noticed")
         again = _api(port, token, "measurements", data=b"site=local-iperf3&duration_s=2")
         state, _ = _wait_finished(port, token, again["id"], 60)
