@@ -93,7 +93,7 @@ def start_stack(stack, ports, workdir):
                            "--without-mingle", "-l", "INFO", "-n", f"{VANTAGE}@%h"])
     stack.start("housekeeping", [*celery, "worker", "-Q", "celery", "--concurrency", "1", "--without-gossip",
                                  "--without-mingle", "-l", "INFO", "-n", "bench-housekeeping@%h"])
-    stack.start("beat", [*celery, "beat", "-l", "INFO", "-s", str(Path(workdir) / "beat-schedule")])
+    stack.start("beat", [*celery, "beat", "-l", "INFO"])
     web = servers.free_port()
     stack.start("gunicorn", [py, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{web}", "--workers", "3",
                              "--threads", "4", "--timeout", "60"], ready=lambda: servers.listening(web))

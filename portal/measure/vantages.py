@@ -4,6 +4,7 @@ Vantage.last_seen (at registration, periodically from the worker, and when a tes
 and what counts as online: a worker heartbeat within VANTAGE_OFFLINE_S."""
 import logging
 import os
+import threading
 from datetime import timedelta
 
 from celery import bootsteps
@@ -110,6 +111,11 @@ def _refresh(name):
         log.exception("could not refresh vantage %s", name)
 
 
+def _refresh_every(name, stopping):
+    while not stopping.wait(settings.VANTAGE_HEARTBEAT_S):
+        _refresh(name)
+
+
 class VantagePresence(bootsteps.StartStopStep):
     """A worker that consumes a vantage queue registers the host it runs on, then refreshes its
     last_seen every VANTAGE_HEARTBEAT_S, so pages can tell a live vantage from one whose worker
@@ -119,7 +125,7 @@ class VantagePresence(bootsteps.StartStopStep):
 
     def __init__(self, worker, **kwargs):
         super().__init__(worker, **kwargs)
-        self.tref = None
+        self.stopping = None
 
     def start(self, worker):
         name = own_vantage(worker.app)
@@ -128,9 +134,14 @@ class VantagePresence(bootsteps.StartStopStep):
                 register_vantage(name)
             except Exception:  # the periodic refresh retries; a worker without a database still drains
                 log.exception("could not register vantage %s", name)
-            self.tref = worker.timer.call_repeatedly(settings.VANTAGE_HEARTBEAT_S, _refresh, (name,), priority=10)
+            # A thread, not the worker's timer: the timer runs on the event loop, which stands still
+            # while the consumer reconnects to a broker that is down, and a live vantage would then
+            # look offline and have its queued tests failed (tests/faults/test_redis_faults.py).
+            self.stopping = threading.Event()
+            threading.Thread(target=_refresh_every, args=(name, self.stopping), daemon=True,
+                             name="vantage-presence").start()
 
     def stop(self, worker):
-        if self.tref is not None:
-            self.tref.cancel()
-            self.tref = None
+        if self.stopping is not None:
+            self.stopping.set()
+            self.stopping = None

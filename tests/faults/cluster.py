@@ -18,6 +18,8 @@ CELERY_APP = "portal.celery"
 TIMINGS = {
     "HEARTBEAT_INTERVAL_S": "0.5",
     "VANTAGE_HEARTBEAT_S": "1",
+    # Longer than a worker takes to come back after a kill: only a vantage that stays away is offline.
+    "VANTAGE_OFFLINE_S": "15",
     "REAPER_HEARTBEAT_S": "4",
     "REAPER_INTERVAL_S": "1",
     "REAPER_QUEUED_S": "120",
@@ -154,7 +156,8 @@ class Cluster:
             "--without-heartbeat", "-l", "INFO", "-n", f"housekeeping-{secrets.token_hex(3)}@%h"])
 
     def beat(self):
-        return self._start(f"beat-{len(self.procs)}", ["beat", "-l", "INFO", "-s", str(self.dir / "beat-schedule")])
+        # The scheduler is settings.CELERY_BEAT_SCHEDULER (django-celery-beat), as in compose.
+        return self._start(f"beat-{len(self.procs)}", ["beat", "-l", "INFO"])
 
     def stop(self):
         # All at once (each warm shutdown takes seconds), then wait for each.

@@ -45,9 +45,17 @@ def _cmdline(pid):
         return ""
 
 
-def _beats(tmp_path):
-    """This run's beat processes (other people's runs may have theirs)."""
-    return [pid for pid in servers.processes_with("-A portal beat") if str(tmp_path) in _cmdline(pid)]
+def _children(parent, needle):
+    """Live children of parent whose command line holds needle (others may run their own)."""
+    pids = []
+    for pid in servers.processes_with(needle):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    pids.append(pid)
+        except OSError:
+            continue
+    return pids
 
 
 def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
@@ -63,11 +71,11 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)
         iperf = int(re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", log.read_text()).group(1))
-        beats = _beats(tmp_path)
-        workers = [pid for pid in servers.processes_with("-n runfault@") if "celery" in _cmdline(pid)]
+        beats = _children(proc.pid, "-A portal beat")
+        workers = _children(proc.pid, "-n runfault@")
         assert len(beats) == 1, f"beat should run as a process of its own: {[_cmdline(p) for p in beats]}"
         assert all(" -B " not in _cmdline(pid) for pid in workers)
-        leader = min(workers)  # the worker's main process leads its process group
+        (leader,) = workers  # the worker's main process, leader of its process group
 
         body = _api(port, token, "measurements", data=b"site=local-iperf3&mode=full&duration_s=20")
         servers.wait_until(lambda: drills.prober_pids(iperf), 30, "the prober running")
@@ -77,7 +85,7 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         state, ended_at = _wait_finished(port, token, body["id"], drills.LOST_WORKER_BOUND_S + 5)
         assert (state["status"], state["failure_code"]) == ("failed", "worker_lost"), (state, log.read_text()[-3000:])
         assert ended_at - killed_at <= drills.LOST_WORKER_BOUND_S, log.read_text()[-3000:]
-        assert _beats(tmp_path) == beats, "beat is untouched by the worker's death"
+        assert _children(proc.pid, "-A portal beat") == beats, "beat is untouched by the worker's death"
         servers.wait_until(lambda: "celery worker exited with status" in log.read_text(), 10, "restart noticed")
         again = _api(port, token, "measurements", data=b"site=local-iperf3&duration_s=2")
         state, _ = _wait_finished(port, token, again["id"], 60)

@@ -106,8 +106,8 @@ def test_slow_clients_do_not_starve_healthz_behind_nginx(tmp_path):
         with slow_clients(port) as endings:
             probes = probe_healthz(port, 14)
             worst = max(seconds for _, seconds in probes)
-        assert [status for status, _ in probes] == [200] * len(probes)
-        assert worst < 2.0, f"slowest /healthz through nginx took {worst:.2f} s"
+        # Each probe has PROBE_TIMEOUT_S; gunicorn alone misses it (the test above).
+        assert [status for status, _ in probes] == [200] * len(probes), f"slowest took {worst:.2f} s: {probes}"
         # nginx dropped them after client_header_timeout (10 s) without a word, and gunicorn
         # never saw them (its access log has only the probes).
         assert endings == {n: "closed" for n in range(SLOW_CLIENTS)}

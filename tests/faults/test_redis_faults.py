@@ -88,3 +88,16 @@ def test_redis_killed_during_retry_worker_survives_and_test_finishes(
     m = drills.wait_status(slug, {"done", "failed"}, 6 + drills.LOST_TASK_BOUND_S + 15, cluster)
     assert (m.status, m.failure_code) == ("done", ""), m.failure_reason
     assert running.alive(), running.tail()
+
+
+def test_redis_down_longer_than_vantage_offline_queued_test_still_runs(
+        client, token, broker, cluster, running, redis_server, iperf3_port, settings):
+    """The vantage's worker is alive all along: its presence must not lapse while its broker
+    connection is down, or the reaper would fail its queued tests as vantage_offline."""
+    site = factories.make_site(port=iperf3_port)
+    redis_server.stop()
+    slug = drills.request(client, token, site=site.slug, vantage=running.vantage, duration_s=2)
+    time.sleep(float(cluster.env["VANTAGE_OFFLINE_S"]) + 3)
+    redis_server.start()
+    m = drills.wait_status(slug, {"done", "failed"}, drills.LOST_TASK_BOUND_S + 30, cluster)
+    assert (m.status, m.failure_code) == ("done", ""), m.failure_reason
