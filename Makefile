@@ -10,6 +10,8 @@ TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 # With DEBUG off the portal refuses to start without a key; the tests and benchmarks use this one.
 TEST_SECRET_KEY   ?= insecure-test-only-key-for-make-test-and-benchmarks-0123456789
 PYTEST_ARGS       ?=
+# e.g. "--csv-rows 0 --seconds 30" (scripts/bench_portal.py --help)
+BENCH_PORTAL_ARGS ?=
 
 .PHONY: all prober check-prober packages-run packages-test venv lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab clean
 
@@ -57,7 +59,7 @@ bench-quick: venv prober
 
 bench-portal: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
-		$(PY) scripts/bench_portal.py
+		$(PY) scripts/bench_portal.py $(BENCH_PORTAL_ARGS)
 
 # Run it under `flock /work/bench.lock` on a shared machine.
 bench-sweep: venv prober

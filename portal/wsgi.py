@@ -1,3 +1,4 @@
+"""The WSGI entry point gunicorn serves (`gunicorn portal.wsgi`)."""
 import os
 
 from django.core.wsgi import get_wsgi_application

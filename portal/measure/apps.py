@@ -1,3 +1,4 @@
+"""The measure app: sites, vantages, measurements, their pages, API and Celery tasks."""
 from django.apps import AppConfig
 
 

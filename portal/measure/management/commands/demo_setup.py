@@ -1,3 +1,4 @@
+"""manage.py demo_setup: the demo site, vantage and user that `make run` starts with (demo.py)."""
 from django.core.management.base import BaseCommand
 
 from portal.measure.demo import setup_demo

@@ -1,3 +1,5 @@
+"""manage.py register_vantage [NAME]: registers this host as a vantage by hand (workers do it
+when they start: vantages.VantagePresence)."""
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
