@@ -16,9 +16,6 @@ from django.utils import timezone
 
 from .vocab import FINISHED_STATUSES, RESULT_FIELDS, Mode, Protocol, Status, public_failure_reason, vantage_queue
 
-# forms.py (engineer a's, being rewritten) still imports this name; vocab.Mode is the source.
-MODE_CHOICES = Mode.choices
-
 vantage_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]{0,62}$",
     "A vantage name is 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit "
