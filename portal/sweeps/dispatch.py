@@ -1,7 +1,6 @@
 """Where a sweep meets portal.measure's execution: which vantages are online, and queuing the
 measurements a run planned. Both are measure's own functions; nothing here decides either."""
-from django.db import transaction
-
+from portal.measure import dispatch as measure_dispatch
 from portal.measure import vantages as presence
 
 
@@ -15,10 +14,8 @@ def offline_reason(vantage):
 
 
 def queue(measurements):
-    """Sends each measurement's task once the planning transaction commits."""
-    if not measurements:
-        return
-    from portal.measure.services import enqueue
-
-    pending = list(measurements)
-    transaction.on_commit(lambda: [enqueue(m) for m in pending])
+    """Saves the planned (unsaved) measurements and sends their tasks once the planning
+    transaction commits: measure's one enqueue path, in bulk."""
+    if measurements:
+        measure_dispatch.queue_measurements(measurements)
+    return measurements

@@ -89,11 +89,11 @@ def plan(run_id, sweep=None, now=None):
                                                    status=Status.QUEUED, created_at=now)
                     measurements.append(cell.measurement)
                 cells.append(cell)
-    Measurement.objects.bulk_create(measurements)
+    # Saved in queue order (one site after another in turn); sent once this transaction commits.
+    dispatch.queue(_spread(measurements))
     for cell in cells:
         cell.measurement_id = cell.measurement.pk if cell.measurement is not None else None
     SweepCell.objects.bulk_create(cells)
-    dispatch.queue(_spread(measurements))
     log.info("sweep %s: run %s planned %d cells, %d to measure", sweep.name, run_id, len(cells), len(measurements))
     return len(cells)
 

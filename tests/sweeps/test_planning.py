@@ -131,3 +131,24 @@ def test_start_run_of_sweep_paused_meanwhile_dropped(network, paused):
     sweep.save()
     planning.start_run(run.pk)
     assert SweepRun.objects.filter(pk=run.pk).exists() is not paused
+
+
+def test_fire_sends_every_task_after_commit_and_marks_them_sent(network, django_capture_on_commit_callbacks, settings):
+    import secrets
+
+    import redis
+
+    name = f"bulk-{secrets.token_hex(4)}"  # a queue of this test's own on the shared Redis
+    vantage = factories.make_vantage(name=name)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    sweep = make_sweep(all_vantages=False, vantages=[vantage.pk], streams_text="1,4")
+    try:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            run = planning.fire(sweep.pk, trigger="command")
+            assert client.llen(f"vantage.{name}") == 0  # nothing leaves before the commit
+        assert len(callbacks) == 1
+        assert client.llen(f"vantage.{name}") == 4
+        rows = Measurement.objects.filter(sweep_cell__run=run)
+        assert rows.count() == 4 and not rows.filter(dispatched_at__isnull=True).exists()
+    finally:
+        client.delete(f"vantage.{name}")
