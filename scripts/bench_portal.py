@@ -11,7 +11,7 @@ under `flock /work/bench.lock` on shared machines). It creates its own database
 2. Serve the portal with gunicorn (as `make run` does: 2 workers x 4 threads) and read
    /healthz, the site page, the path page (?vantage=) and the 20 s x 4-stream permalink with
    10 concurrent keep-alive clients (scripts/httpload.py, locust), anonymous and logged in,
-   all interleaved in one run. Halfway, a new result is stored through the worker's own code
+   all interleaved in one run; then with one client alone (each page's own cost). Halfway, a new result is stored through the worker's own code
    (runner.claim + runner.store_result); every page read sent after its commit must show it
    (the site and path pages list its slug; the permalink clients move to the new result's
    permalink, which must say done): any that does not is a stale read.
@@ -327,7 +327,9 @@ def page_targets(site, permalink, cookie):
 
 def measure_pages(args, db_url, site, permalink):
     """Runs the load against gunicorn; halfway through, stores a new result and tells the
-    clients. Returns httpload's result plus when the result was committed."""
+    clients. Then one client alone reads the same pages: with ten the server is saturated and
+    every read, /healthz too, waits in its queue, so the lone client shows each page's own cost.
+    Returns httpload's results (the ten clients', with the new result's slug, and "single")."""
     from django.db import connections
 
     targets = page_targets(site, permalink, session_cookie(permalink.requested_by))
@@ -344,6 +346,8 @@ def measure_pages(args, db_url, site, permalink):
             slug = store_new_result(site, permalink.vantage, permalink.requested_by, args.seed + 1)
             marker.write_text(json.dumps({"slug": slug, "committed_at": time.monotonic()}))
             result = httpload.finish(load, args.seconds + 120)
+            single = dict(spec, users=1, seconds=args.single_seconds, warmup_s=1, marker_file=None)
+            result["single"] = httpload.run(single, Path(tmp) / "single.json")
         finally:
             stop(proc)
     result["new_result"] = slug
@@ -459,6 +463,7 @@ def main():
     parser.add_argument("--rows", type=int, default=100_000, help="measurements of the site for the pages")
     parser.add_argument("--seconds", type=float, default=60, help="measured seconds of page reading")
     parser.add_argument("--warmup", type=float, default=5, help="seconds of reading before measuring")
+    parser.add_argument("--single-seconds", type=float, default=20, help="seconds of one client reading alone")
     parser.add_argument("--csv-rows", type=int, default=1_000_000, help="site rows for the CSV export (0: skip)")
     parser.add_argument("--seed", type=int, default=20030404)
     parser.add_argument("--db", help="reuse this database (kept by an earlier --keep-db run) instead of loading")
