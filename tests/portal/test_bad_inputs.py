@@ -225,6 +225,13 @@ def _stored():
             list(ApiToken.objects.order_by("pk").values_list("key_hash")))
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # 118 cases each make a user: the production hasher's deliberate slowness is most of the
+    # catalogue's run time, and no case here checks a password.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def world(site, vantage, measurement, make_site):
     make_site(name="Retired", slug="retired", enabled=False)
