@@ -13,8 +13,7 @@ import datetime
 import json
 from typing import Any, Dict, List, Optional, Union
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
+from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, JsonResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
@@ -24,7 +23,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field, StrictFloat, StrictInt, StrictStr, create_model
 
-from . import progress
+from . import errors, progress
 from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
 from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
@@ -374,20 +373,8 @@ def _http_error(request, exc):
     if isinstance(cause, ApiError):
         return _api_error(request, cause)
     if isinstance(cause, SuspiciousOperation):
-        return _suspicious(request, cause)
+        return errors.bad_request(request, cause)
     return _error_response(exc.status_code, {"request": [str(exc)]})
-
-
-def _suspicious(request, exc):
-    if isinstance(exc, RequestDataTooBig):
-        return _error_response(413, {"body": [
-            f"the body is {request.META.get('CONTENT_LENGTH') or 'too many'} bytes: at most "
-            f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed."]})
-    if isinstance(exc, TooManyFieldsSent):
-        return _error_response(400, {"body": [
-            f"too many form fields: at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are allowed; "
-            f"the parameters are {', '.join(FORM_FIELDS)}."]})
-    return _error_response(400, {"request": [str(exc)]})
 
 
 def _validation_message(error):
@@ -417,13 +404,10 @@ def _over_quota(request, exc):
     return response
 
 
-def _not_found(request, exc):
-    return _error_response(404, {"path": [f"{request.path} is not an API endpoint: see /api/v1/openapi.json."]})
-
-
 api.add_exception_handler(ApiError, _api_error)
 api.add_exception_handler(HttpError, _http_error)
 api.add_exception_handler(ValidationError, _validation_error)
-api.add_exception_handler(SuspiciousOperation, _suspicious)
-api.add_exception_handler(Http404, _not_found)
+# Body too large, too many fields, unknown paths: worded once, in errors.py, for pages and API.
+api.add_exception_handler(SuspiciousOperation, errors.bad_request)
+api.add_exception_handler(Http404, errors.page_not_found)
 api.add_exception_handler(QuotaExceeded, _over_quota)
