@@ -32,6 +32,8 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
+#define QW_QUEUE_MARGIN 0.1     /* BDP: queue differences smaller than this are noise
+                                   (smoothed RTT, delay jitter) */
 #define BBR_UNIT 256
 #define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
 #define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
@@ -325,24 +327,42 @@ static int try_start(qw_window *w, const qw_sample *s)
     return 1;
 }
 
+/* The standing queue in BDPs: (srtt - min RTT) / min RTT (a queue only builds at a full
+ * link, whose rate x min RTT is the BDP); 0 without a min RTT. */
+static double queue_bdps(const qw_window *w, const qw_sample *s)
+{
+    if (!w->min_rtt_us || s->rtt_us <= w->min_rtt_us)
+        return 0;
+    return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
+}
+
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
  * that came and went between two samples. */
 static void count_events(qw_window *w, const qw_sample *s)
 {
+    double q = queue_bdps(w, s);
+
+    if (q > w->max_queue)
+        w->max_queue = q;
     if ((s->in_recovery && !w->prev_recovery) ||
-        (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans))
+        (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
         w->events++;
+        if (w->events == 1 || q < w->loss_queue)
+            w->loss_queue = q;
+    }
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
 }
 
-/* 1 if the standing queue proves the link is full and stays full through a cut now:
- * (srtt - min RTT) / min RTT, the queue in BDPs (a queue only builds at a full link, whose
- * rate x min RTT is the BDP), is at least (1 - beta) / beta. */
+/* 1 if the standing queue proves the link is full and stays full through a cut now: the
+ * queue in BDPs is at least (1 - beta) / beta. The proof assumes cuts come from a full
+ * buffer; a loss seen at a queue clearly below one the buffer has held (QW_QUEUE_MARGIN
+ * BDP less) is a random loss, which cuts again at any cwnd: then the proof is void. */
 static int link_full(const qw_window *w, const qw_sample *s)
 {
-    return w->min_rtt_us && s->rtt_us > w->min_rtt_us && w->p.beta > 0 &&
-           (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us >= (1.0 - w->p.beta) / w->p.beta;
+    if (w->p.beta <= 0 || (w->events && w->loss_queue < w->max_queue - QW_QUEUE_MARGIN))
+        return 0;
+    return queue_bdps(w, s) >= (1.0 - w->p.beta) / w->p.beta;
 }
 
 /* Loss-based cc: 1 if the window has seen what the sawtooth does to the rate, or can tell
@@ -350,18 +370,21 @@ static int link_full(const qw_window *w, const qw_sample *s)
  * if that is still at least the BDP, i.e. if the queue at the cut is at least
  * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
  * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis);
- * - or the standing queue now proves that a cut now would leave the link full:
- *   (srtt - min RTT) / min RTT >= (1 - beta) / beta (the queue in BDPs: a queue only
- *   builds at a full link, whose rate x min RTT is the BDP). One or two cuts seen are not
- *   enough by themselves: random losses cut again before cwnd regrows, and cwnd falls
- *   from slow-start's level to its loss equilibrium over many cycles (the lossy path);
+ * - or it holds a cut in congestion avoidance and the standing queue proves a cut now
+ *   would leave the link full (link_full). Without such a cut, a flat rate says nothing
+ *   about random losses: at 0.1 % they cut again and again before cwnd regrows, and cwnd
+ *   falls from slow-start's level to its loss equilibrium over many cycles (the lab's
+ *   lossy path: windows that ended before the first random loss read +49 % and +110 %;
+ *   slow-start's own overshoot cut says nothing about them either);
  * - or cwnd does not matter: the stream spent most of the window limited by the
  *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
 static int sawtooth_known(const qw_window *w, const qw_sample *s)
 {
     double span_us = (s->t_s - w->start_t) * 1e6;
 
-    if (w->p.bbr || w->est.basis == QW_BASIS_LOSS_CYCLES || link_full(w, s))
+    if (w->p.bbr || w->est.basis == QW_BASIS_LOSS_CYCLES)
+        return 1;
+    if (w->events && link_full(w, s))
         return 1;
     return span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us;
 }
@@ -387,14 +410,13 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
     return s->bbr_mode != QW_BBR_PROBE_RTT;
 }
 
-/* 1 if a disagreement of the halves may be read as a transient: on whole cycles, or with
- * no congestion event in the window (else the halves are parts of a sawtooth cycle, and
- * the cycles, once there are enough, decide). */
-static int transient_may_go(const qw_window *w)
+/* 1 if a disagreement of the halves (the second starting at slice mid) may be read as a
+ * transient: on whole cycles, or with no congestion event in the second half (else the
+ * halves are parts of a sawtooth cycle, and the cycles, once there are enough, decide). */
+static int transient_may_go(const qw_window *w, int mid)
 {
-    uint32_t before = w->first ? w->s[w->first - 1].events : 0;
-
-    return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr || w->events == before;
+    return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr ||
+           w->s[w->n - 1].events == w->s[mid - 1].events;
 }
 
 /* The two halves of the window disagree: the first half was still a transient (cwnd
@@ -441,7 +463,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             w->end_t = s->t_s;
             return w->state;
         }
-        if (full && half_diff > w->p.tolerance && transient_may_go(w))
+        if (full && half_diff > w->p.tolerance && mid > w->first && transient_may_go(w, mid))
             drop_transient(w, mid);
     }
     if (s->t_s - w->open_t >= w->p.max_s - 1e-9 || w->n >= QW_MAX_SLICES)

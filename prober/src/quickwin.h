@@ -92,7 +92,7 @@ typedef struct {
     int started;
     uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
                                    while cwnd climbs back to it (CUBIC after HyStart) */
-    int start_after_loss;       /* the window began right after a cwnd reduction */
+    int start_after_loss;       /* the counted part begins right after a cwnd reduction */
     double slice_t0;
     uint64_t slice_bytes0, slice_cwnd0;
     uint32_t slice_rtt_us;
@@ -102,6 +102,8 @@ typedef struct {
     uint32_t min_rtt_us;
     int climbing;
     uint64_t limited_us0;       /* limited_us when measuring started */
+    double max_queue;           /* largest standing queue seen, in BDPs */
+    double loss_queue;          /* smallest queue at a congestion event, in BDPs */
     int n, first;               /* slices so far; the first one still counted */
     qw_slice s[QW_MAX_SLICES];
     qw_estimate est;

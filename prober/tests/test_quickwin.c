@@ -37,6 +37,14 @@ static void push(double rate_bps, uint64_t cwnd, uint32_t rtt_us, int rec, qw_bb
     s->delivered_bytes = (prev ? prev->delivered_bytes : 0) + (uint64_t)(rate_bps / 8 * 0.02);
 }
 
+/* Make sample i the first of a one-sample cut (a congestion event at the same queue). */
+static void cut_at(int i)
+{
+    z.s[i].in_recovery = 1;
+    for (int k = i; k < z.n; k++)
+        z.s[k].retrans++;
+}
+
 /* Feed z from index from; returns the index of the sample that closed the window or -1. */
 static int feed_from(int from)
 {
@@ -77,7 +85,8 @@ static void test_bbr_modes_from_gains(void)
 }
 
 /* A flat rate converges as soon as the window spans --quick-ms, with an exact figure
- * (a standing queue of 0.6 BDP: the link stays full through CUBIC's next cut). */
+ * (after a cut at 0.1 s, a standing queue of 0.6 BDP shows the link stays full through
+ * CUBIC's next cut). */
 static void test_flat_rate_converges_at_min(void)
 {
     qw_params p = defaults(0);
@@ -87,7 +96,8 @@ static void test_flat_rate_converges_at_min(void)
     g_min_rtt_us = 31250;
     for (int i = 0; i < 400; i++)
         push(100e6, 600 * MSS, 50000, 0, QW_BBR_NONE);
-    qw_open(&w, &p, 0.5, 600 * MSS, 0);
+    cut_at(30);
+    qw_open(&w, &p, 0.5, 600 * MSS, 1);
     k = feed_from(25);
     CHECK(k > 0);
     CHECK(w.state == QW_CONVERGED);
@@ -148,7 +158,8 @@ static void test_rising_rate_waits(void)
         push(60e6 + 40e6 * i / 100.0, 600 * MSS, 50000, 0, QW_BBR_NONE);
     for (int i = 0; i < 250; i++)
         push(100e6, 600 * MSS, 50000, 0, QW_BBR_NONE);
-    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    cut_at(5);
+    qw_open(&w, &p, 0.0, 600 * MSS, 1);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
     CHECK(k > 100);
@@ -158,11 +169,12 @@ static void test_rising_rate_waits(void)
 }
 
 /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut), on a
- * 100 Mbit/s path with a 50 ms min RTT (BDP 432 MSS): cwnd from 300 to 700 MSS over 4 s.
- * The rate is cwnd / RTT until cwnd fills the pipe (432 MSS, at 1.3 s), then a queue
+ * 100 Mbit/s path with a 50 ms min RTT (BDP 432 MSS): HyStart left cwnd at 700 MSS, a full
+ * buffer (0.62 BDP of queue) cut it at 0.1 s to 300, and it climbs back to 700 over 4 s.
+ * The rate is cwnd / RTT until cwnd fills the pipe (432 MSS, at 1.4 s), then a queue
  * builds. The window does not end while cwnd climbs and the rate with it; it may once the
  * standing queue proves the link full through CUBIC's next cut (0.43 BDP = 186 MSS of
- * queue: cwnd 618, sample 159, 3.2 s), not before. */
+ * queue: cwnd 618, sample 164, 3.3 s), not before. */
 static void test_cwnd_climb_back_holds_window(void)
 {
     qw_params p = defaults(0);
@@ -170,19 +182,47 @@ static void test_cwnd_climb_back_holds_window(void)
     int k;
 
     z.n = 0;
-    for (int i = 0; i < 300; i++) {
-        double cwnd = i < 200 ? 300 + 400 * i / 200.0 : 700;
+    for (int i = 0; i < 305; i++) {
+        double cwnd = i <= 5 ? 700 : i < 205 ? 300 + 400 * (i - 5) / 200.0 : 700;
         double queue = cwnd > bdp ? cwnd - bdp : 0;
 
         push(fmin(100e6, cwnd * MSS * 8 / 0.05), (uint64_t)cwnd * MSS,
-             (uint32_t)(50000 * (1 + queue / bdp)), 0, QW_BBR_NONE);
+             (uint32_t)(50000 * (1 + queue / bdp)), i == 5, QW_BBR_NONE);
         z.s[i].min_rtt_us = 50000;
     }
-    qw_open(&w, &p, 0.0, 700 * MSS, 1);
+    qw_open(&w, &p, 0.0, 700 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
-    CHECK(k >= 159);
+    CHECK(k >= 164);
     CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 0.005);
+}
+
+/* A loss at a queue of 0.2 BDP after the buffer has held 0.8 BDP was not a full buffer: a
+ * random loss, which may cut again at any cwnd. The queue no longer proves the link full,
+ * and with one cut (no whole cycles) the window gives up; with a cut at the full queue
+ * instead it converges. */
+static void test_random_loss_voids_queue_proof(void)
+{
+    qw_params p = defaults(0);
+
+    z.n = 0;
+    g_min_rtt_us = 50000;
+    for (int i = 0; i < 400; i++) {
+        int dip = i >= 50 && i < 55;
+
+        push(100e6, 600 * MSS, dip ? 60000 : 90000, dip && i == 50, QW_BBR_NONE);
+    }
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_GAVE_UP);
+    z.s[50].in_recovery = 0;
+    for (int i = 50; i < z.n; i++)
+        z.s[i].retrans = 0;
+    cut_at(10);
+    qw_open(&w, &p, 0.0, 600 * MSS, 1);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    g_min_rtt_us = 0;
 }
 
 /* A sawtooth with a congestion event every 0.5 s: batches are whole cycles and the
@@ -397,6 +437,7 @@ int main(int argc, char **argv)
     test_rising_rate_waits();
     test_cwnd_climb_back_holds_window();
     test_sawtooth_uses_whole_cycles();
+    test_random_loss_voids_queue_proof();
     test_bbr_probe_rtt_excluded();
     test_noisy_rate_gives_up();
     test_never_started();
