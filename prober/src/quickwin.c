@@ -32,8 +32,9 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
-#define QW_QUEUE_MARGIN 0.1     /* BDP: queue differences smaller than this are noise
-                                   (smoothed RTT, delay jitter) */
+#define QW_QUEUE_SAME 0.75      /* queues within this ratio are the same level: the
+                                   smoothed RTT (gain 1/8 per ACK) trails the queue and
+                                   delay jitter blurs it */
 #define BBR_UNIT 256
 #define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
 #define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
@@ -311,6 +312,15 @@ static double slice_len(const qw_window *w)
     return ceil(floor_s / rtt - 1e-9) * rtt;
 }
 
+/* The standing queue in BDPs: (srtt - min RTT) / min RTT (a queue only builds at a full
+ * link, whose rate x min RTT is the BDP); 0 without a min RTT. */
+static double queue_bdps(const qw_window *w, const qw_sample *s)
+{
+    if (!w->min_rtt_us || s->rtt_us <= w->min_rtt_us)
+        return 0;
+    return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
+}
+
 /* Start measuring at s if it is a steady moment; 1 if started. */
 static int try_start(qw_window *w, const qw_sample *s)
 {
@@ -324,16 +334,8 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
     w->prev_recovery = 0;
     w->limited_us0 = s->limited_us;
+    w->min_queue_since_cut = queue_bdps(w, s);
     return 1;
-}
-
-/* The standing queue in BDPs: (srtt - min RTT) / min RTT (a queue only builds at a full
- * link, whose rate x min RTT is the BDP); 0 without a min RTT. */
-static double queue_bdps(const qw_window *w, const qw_sample *s)
-{
-    if (!w->min_rtt_us || s->rtt_us <= w->min_rtt_us)
-        return 0;
-    return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
 }
 
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
@@ -344,11 +346,19 @@ static void count_events(qw_window *w, const qw_sample *s)
 
     if (q > w->max_queue)
         w->max_queue = q;
+    if (q < w->min_queue_since_cut)
+        w->min_queue_since_cut = q;
     if ((s->in_recovery && !w->prev_recovery) ||
         (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
         w->events++;
         if (w->events == 1 || q < w->loss_queue)
             w->loss_queue = q;
+        /* a cut that ends a climb in congestion avoidance: the queue had been clearly
+         * lower since the window started or the last cut (not the tail of slow-start's
+         * overshoot, with the buffer still full from it) */
+        if (w->min_queue_since_cut < QW_QUEUE_SAME * q)
+            w->ca_cuts++;
+        w->min_queue_since_cut = q;
     }
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
@@ -356,11 +366,11 @@ static void count_events(qw_window *w, const qw_sample *s)
 
 /* 1 if the standing queue proves the link is full and stays full through a cut now: the
  * queue in BDPs is at least (1 - beta) / beta. The proof assumes cuts come from a full
- * buffer; a loss seen at a queue clearly below one the buffer has held (QW_QUEUE_MARGIN
- * BDP less) is a random loss, which cuts again at any cwnd: then the proof is void. */
+ * buffer; a loss seen at a queue clearly below one the buffer has held (less than
+ * QW_QUEUE_SAME of it) is a random loss, which cuts again at any cwnd: the proof is void. */
 static int link_full(const qw_window *w, const qw_sample *s)
 {
-    if (w->p.beta <= 0 || (w->events && w->loss_queue < w->max_queue - QW_QUEUE_MARGIN))
+    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * w->max_queue))
         return 0;
     return queue_bdps(w, s) >= (1.0 - w->p.beta) / w->p.beta;
 }
@@ -369,9 +379,11 @@ static int link_full(const qw_window *w, const qw_sample *s)
  * that it does nothing to it. A cut sets cwnd to beta x cwnd, and the link stays full only
  * if that is still at least the BDP, i.e. if the queue at the cut is at least
  * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
- * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis);
- * - or it holds a cut in congestion avoidance and the standing queue proves a cut now
- *   would leave the link full (link_full). Without such a cut, a flat rate says nothing
+ * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) ended
+ *   by cuts that each ended a climb in congestion avoidance (count_events; not the string
+ *   of cuts slow-start's overshoot leaves behind);
+ * - or it holds one such cut and the standing queue proves a cut now would leave the link
+ *   full (link_full). Without such a cut, a flat rate says nothing
  *   about random losses: at 0.1 % they cut again and again before cwnd regrows, and cwnd
  *   falls from slow-start's level to its loss equilibrium over many cycles (the lab's
  *   lossy path: windows that ended before the first random loss read +49 % and +110 %;
@@ -382,9 +394,11 @@ static int sawtooth_known(const qw_window *w, const qw_sample *s)
 {
     double span_us = (s->t_s - w->start_t) * 1e6;
 
-    if (w->p.bbr || w->est.basis == QW_BASIS_LOSS_CYCLES)
+    if (w->p.bbr)
         return 1;
-    if (w->events && link_full(w, s))
+    if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->ca_cuts >= QW_MIN_CYCLE_BATCHES)
+        return 1;
+    if (w->ca_cuts && link_full(w, s))
         return 1;
     return span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us;
 }

@@ -104,6 +104,8 @@ typedef struct {
     uint64_t limited_us0;       /* limited_us when measuring started */
     double max_queue;           /* largest standing queue seen, in BDPs */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
+    double min_queue_since_cut; /* smallest queue since the start or the last event */
+    uint32_t ca_cuts;           /* events that ended a climb in congestion avoidance */
     int n, first;               /* slices so far; the first one still counted */
     qw_slice s[QW_MAX_SLICES];
     qw_estimate est;

@@ -37,9 +37,12 @@ static void push(double rate_bps, uint64_t cwnd, uint32_t rtt_us, int rec, qw_bb
     s->delivered_bytes = (prev ? prev->delivered_bytes : 0) + (uint64_t)(rate_bps / 8 * 0.02);
 }
 
-/* Make sample i the first of a one-sample cut (a congestion event at the same queue). */
+/* Make sample i the first of a one-sample cut that ends a climb in congestion avoidance:
+ * the queue before it (from sample 0) was half what it is at the cut. */
 static void cut_at(int i)
 {
+    for (int k = 0; k < i; k++)
+        z.s[k].rtt_us = z.s[k].min_rtt_us + (z.s[i].rtt_us - z.s[i].min_rtt_us) / 2;
     z.s[i].in_recovery = 1;
     for (int k = i; k < z.n; k++)
         z.s[k].retrans++;
@@ -190,6 +193,7 @@ static void test_cwnd_climb_back_holds_window(void)
              (uint32_t)(50000 * (1 + queue / bdp)), i == 5, QW_BBR_NONE);
         z.s[i].min_rtt_us = 50000;
     }
+    cut_at(5);
     qw_open(&w, &p, 0.0, 700 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
@@ -233,12 +237,17 @@ static void test_sawtooth_uses_whole_cycles(void)
     int k;
 
     z.n = 0;
+    g_min_rtt_us = 50000;
     for (int i = 0; i < 300; i++) {
         int ph = (i + 7) % 25;          /* 25 samples = 0.5 s per cycle */
         double rate = 70e6 + 30e6 * ph / 24.0;
 
-        push(rate, (uint64_t)(300 + 300 * ph / 24.0) * MSS, 50000, ph < 2, QW_BBR_NONE);
+        /* the queue grows over the cycle and each cut comes at its top */
+        push(rate, (uint64_t)(300 + 300 * ph / 24.0) * MSS,
+             (uint32_t)(50000 * (1.0 + 0.5 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
+             QW_BBR_NONE);
     }
+    g_min_rtt_us = 0;
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
@@ -410,6 +419,12 @@ static void test_recorded_quick_windows(void)
     /* lossy (0.1 % random loss): cwnd falls from slow-start's level over many cuts; no
      * whole cycles agree within 3 % by 5 s: gives up (20 s: 47.0 Mbit/s). */
     replay_predict("qw-cubic-lossy.csv", 0);
+    CHECK(w.state == QW_GAVE_UP);
+    /* lossy again: slow-start's overshoot leaves the buffer full (cuts at 0.88 s with the
+     * queue still at 0.98 BDP: not a climb in congestion avoidance), the first random loss
+     * comes at 2.0 s (queue 0.58 BDP, below the 0.98 seen), then cwnd falls for seconds: the
+     * 0.1-2.3 s rate (99 Mbit/s) is twice the 20 s figure (46.7), and the window gives up. */
+    replay_predict("qw-cubic-lossy-overshoot.csv", 0);
     CHECK(w.state == QW_GAVE_UP);
     /* BBR with jitter: plateau at 1.10 s, DRAIN until 1.32 s (the window starts after it),
      * three gain cycles of 8 min RTTs; 20 s predicted within 0.2 % (one PROBE_RTT counted). */
