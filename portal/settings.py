@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "portal.measure",
     "portal.sweeps",
     "axes",
+    "portal.alerts",
 ]
 
 MIDDLEWARE = [
@@ -318,6 +319,26 @@ QUOTA_TEST_SECONDS_PER_DAY = env_number("QUOTA_TEST_SECONDS_PER_DAY", 3600, mini
 # Retry-After for a user at QUOTA_MAX_PENDING: about one quick test.
 QUOTA_PENDING_RETRY_S = env_number("QUOTA_PENDING_RETRY_S", 30, minimum=1)
 PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
+
+# --- alerts (portal/alerts) -------------------------------------------------------------------
+# Links in alert e-mails and webhooks are absolute: the portal's public address.
+PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
+# Deliveries run on this Celery queue (any worker may consume it; `make run`'s does).
+ALERTS_QUEUE = env_str("ALERTS_QUEUE", "celery")
+ALERT_WEBHOOK_TIMEOUT_S = env_number("ALERT_WEBHOOK_TIMEOUT_S", 10.0, kind=float, minimum=0.1)
+# Attempts after the first, spaced ALERT_RETRY_BASE_S x 2^n apart; then the delivery is failed.
+ALERT_DELIVERY_RETRIES = env_number("ALERT_DELIVERY_RETRIES", 5, minimum=0)
+ALERT_RETRY_BASE_S = env_number("ALERT_RETRY_BASE_S", 30.0, kind=float, minimum=0.0)
+# E-mail: SMTP when EMAIL_HOST is set, else printed on the console (make run).
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_number("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_number("EMAIL_TIMEOUT", 10.0, kind=float, minimum=0.1)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "quickprobe@localhost")
 
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -9,6 +9,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("portal.measure.api_urls")),
     path("", include("portal.sweeps.urls")),
+    path("alerts/", include("portal.alerts.urls")),
     path("", include("portal.measure.urls")),
 ]
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from workers import prober
 
-from . import progress, vantages
+from . import progress, signals, vantages
 from .forms import format_window
 from .models import Measurement, MeasurementTrace
 from .results import result_fields
@@ -180,6 +180,8 @@ def store_result(measurement_id, event, trace_dict):
         measurement = Measurement.objects.only("pk").get(pk=measurement_id)
         MeasurementTrace.objects.filter(pk=measurement_id).delete()
         MeasurementTrace.from_dict(measurement, trace_dict).save()
+        # Listeners (alerts) run once the result is committed, outside this transaction.
+        transaction.on_commit(lambda: signals.result_stored.send(Measurement, measurement_id=measurement_id))
     progress.write(measurement_id, Phase.DONE)
     return True
 

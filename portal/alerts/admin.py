@@ -1,0 +1,41 @@
+from django.contrib import admin
+
+from .models import Alert, AlertRule, Delivery
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    list_display = ("name", "enabled", "site", "vantage", "mode", "baseline_results", "consecutive", "threshold_pct",
+                    "email_to", "webhook_url")
+    list_filter = ("enabled", "mode")
+    search_fields = ("name",)
+    fieldsets = [
+        (None, {"fields": ("name", "enabled")}),
+        ("Paths watched", {"fields": ("site", "vantage", "mode", "same_settings")}),
+        ("When to alert", {"fields": ("baseline_results", "baseline_days", "consecutive", "threshold_pct")}),
+        ("Where to send", {"fields": ("email_to", "webhook_url")}),
+    ]
+
+
+class DeliveryInline(admin.TabularInline):
+    model = Delivery
+    extra = 0
+    can_delete = False
+    readonly_fields = ("kind", "channel", "target", "status", "attempts", "last_error", "created_at", "sent_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ("rule", "site", "vantage", "series", "mode", "baseline_bps", "opened_at", "closed_at")
+    list_filter = ("rule", "mode", ("closed_at", admin.EmptyFieldListFilter))
+    list_select_related = ("rule", "site", "vantage")
+    inlines = [DeliveryInline]
+    # Alerts are facts the rules established from stored results; only the rules are edited.
+    readonly_fields = ("rule", "site", "vantage", "series", "mode", "baseline_bps", "threshold_bps", "opened_at",
+                       "opened_by", "opened_bps", "closed_at", "closed_by", "closed_bps")
+
+    def has_add_permission(self, request):
+        return False
