@@ -5,6 +5,7 @@ import hashlib
 import json
 import secrets
 import zlib
+import zoneinfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -21,6 +22,12 @@ vantage_name_validator = RegexValidator(
     "A vantage name is 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit "
     "(it names the Celery queue vantage.<name>).",
 )
+
+
+def validate_time_zone(name):
+    if name not in zoneinfo.available_timezones():
+        raise ValidationError(f"{name!r} is not an IANA time zone name: use one like UTC, Europe/Berlin or "
+                              "America/Los_Angeles.")
 
 
 def new_measurement_slug():
@@ -46,6 +53,10 @@ class Site(models.Model):
     # Bumped in the same transaction as any change to the site or its measurements: the key of
     # everything cached about the site (pagecache.py), so a cached page is never stale.
     data_version = models.BigIntegerField(default=0, editable=False)
+    # The site's own clock: the time-of-day analysis is about the hours people there work.
+    time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone],
+                                 help_text="IANA time zone name of the site, e.g. Europe/Berlin; the time-of-day "
+                                           "charts use it.")
 
     class Meta:
         ordering = ["name"]

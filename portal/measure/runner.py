@@ -21,7 +21,7 @@ from workers import prober
 from . import progress, signals, vantages
 from .forms import format_window
 from .models import Measurement, MeasurementTrace
-from .results import result_fields
+from .results import result_fields, trace_summary
 from .trace import TraceBuilder
 from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Status
 
@@ -174,7 +174,8 @@ def store_result(measurement_id, event, trace_dict):
     """Results and trace in one transaction; only while the row is still ours (running)."""
     with transaction.atomic():
         updated = Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(
-            status=Status.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now(), **result_fields(event))
+            status=Status.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now(),
+            **result_fields(event, trace_summary(trace_dict)))
         if updated != 1:
             return False
         measurement = Measurement.objects.only("pk").get(pk=measurement_id)

@@ -1,7 +1,10 @@
 """Builds the stored trace from the prober's `sample` events and renders it as CSV rows."""
 
 AGGREGATE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
-STREAM_KEYS = ("cwnd_bytes", "ssthresh_bytes", "rtt_us", "bytes_acked", "total_retrans")
+# snd_wnd_bytes (the peer's receive window) and rwnd_limited_us (cumulative time the peer's
+# window held the sender back) tell a server-window-limited path from a slow one.
+STREAM_KEYS = ("cwnd_bytes", "ssthresh_bytes", "rtt_us", "bytes_acked", "total_retrans", "snd_wnd_bytes",
+               "rwnd_limited_us")
 
 
 class TraceBuilder:
@@ -49,12 +52,14 @@ def _cell(value):
 
 def trace_csv_rows(trace):
     """CSV rows (header first) for a MeasurementTrace or its to_dict(): one row per sample,
-    the aggregate columns then five columns per stream named s<id>_<field>."""
+    the aggregate columns then the stream columns named s<id>_<field>. Traces stored before a
+    stream field existed have no column for it (rather than a column of blanks)."""
     data = trace if isinstance(trace, dict) else trace.to_dict()
     streams = data.get("streams") or []
-    yield list(AGGREGATE_KEYS) + [f"s{s['id']}_{key}" for s in streams for key in STREAM_KEYS]
+    keys = [key for key in STREAM_KEYS if streams and key in streams[0]]
+    yield list(AGGREGATE_KEYS) + [f"s{s['id']}_{key}" for s in streams for key in keys]
     for i, t in enumerate(data.get("t") or []):
         row = [t] + [_cell(data[key][i]) for key in AGGREGATE_KEYS[1:]]
         for stream in streams:
-            row.extend(_cell(stream[key][i]) for key in STREAM_KEYS)
+            row.extend(_cell(stream[key][i]) if key in stream else "" for key in keys)
         yield row

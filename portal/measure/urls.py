@@ -1,7 +1,7 @@
 """The pages of the measure app (the API has its own urlconf, api_urls.py)."""
 from django.urls import path
 
-from . import views
+from . import pathpages, views
 
 app_name = "measure"
 
@@ -12,6 +12,7 @@ urlpatterns = [
     path("m/<slug:slug>/", views.measurement, name="measurement"),
     path("m/<slug:slug>/trace.csv", views.trace_csv, name="trace_csv"),
     path("m/<slug:slug>/trace.json", views.trace_json, name="trace_json"),
-    path("sites/<slug:slug>/", views.site_history, name="site"),
+    path("sites/<slug:slug>/", pathpages.site_page, name="site"),
+    path("grid/", pathpages.grid_page, name="grid"),
     path("sites/<slug:slug>/measurements.csv", views.site_measurements_csv, name="site_csv"),
 ]

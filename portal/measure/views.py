@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import history, pagecache, progress
+from . import history, pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
@@ -31,7 +31,13 @@ def healthz(request):
 
 @require_GET
 def sites(request):
-    return render(request, "measure/sites.html", {"sites": pagecache.for_all_sites("overview", history.sites_overview)})
+    sites = pagecache.for_all_sites("overview", history.sites_overview)
+    found = pagecache.for_all_sites("paths", paths.paths_by_site)
+    # Alerts open after a result's transaction: their flags are read fresh, never cached.
+    flags = paths.path_flags()
+    for site in sites:
+        site.paths = [dict(p, flag=flags.get((site.pk, p["vantage"]))) for p in found.get(site.pk, [])]
+    return render(request, "measure/sites.html", {"sites": sites})
 
 
 @login_required

@@ -179,5 +179,18 @@ RESULT_FIELDS = (
     ResultField("validate_error_pct", "float", source=("validate", "error_pct")),
     ResultField("full_time_s", "float", csv=False),
     ResultField("full_bytes_estimate", "bigint", csv=False),
+    # The quick estimate's error bar (issue 7): the +- half-width in % of quick_bps, the window it
+    # took and whether it converged; null from provers before the converging window.
+    ResultField("quick_ci_pct", "float"),
+    ResultField("quick_window_s", "float"),
+    ResultField("quick_converged", "bool"),
+    ResultField("validate_quick_ci_pct", "float", source=("validate", "quick_ci_pct")),
+    ResultField("validate_quick_converged", "bool", source=("validate", "quick_converged")),
+    # Summarised from the trace's samples, not the result event (results.trace_summary): the
+    # peer's receive window at the end, the share of the run it held the sender back, and
+    # whether that share makes the result window-limited (the server's window set the rate).
+    ResultField("peer_window_bytes", "bigint", source=("trace", "peer_window_bytes")),
+    ResultField("rwnd_limited_pct", "float", source=("trace", "rwnd_limited_pct")),
+    ResultField("window_limited", "bool", source=("trace", "window_limited")),
 )
 RESULT_FIELD_NAMES = tuple(f.name for f in RESULT_FIELDS)

@@ -1,8 +1,51 @@
-/* Site history: throughput and RTT over time (quick and full runs apart) and the
-   time-of-day profile, all from json_script blocks rendered by the view. */
+/* A path's page: throughput (quick estimates with their error bars) and RTT over time,
+   throughput against window per streams count, time of day per setting in the site's time
+   zone, and quick vs full (the paper's Figure 7). All data comes from json_script blocks. */
 (function () {
   "use strict";
   var QP = window.QP;
+
+  // Draws a vertical bar of y * (1 +- ci_pct / 100) through every point that has ci_pct.
+  var errorBars = {
+    id: "errorBars",
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx;
+      chart.data.datasets.forEach(function (ds, i) {
+        if (!ds.errorBars || !chart.isDatasetVisible(i)) return;
+        var y = chart.scales.y;
+        ctx.save();
+        ctx.strokeStyle = ds.borderColor;
+        ctx.lineWidth = 1.2;
+        chart.getDatasetMeta(i).data.forEach(function (el, j) {
+          var p = ds.data[j];
+          if (!p || p.ci_pct === undefined || p.ci_pct === null) return;
+          var top = y.getPixelForValue(p.y * (1 + p.ci_pct / 100));
+          var bottom = y.getPixelForValue(p.y * (1 - p.ci_pct / 100));
+          ctx.beginPath();
+          ctx.moveTo(el.x, top); ctx.lineTo(el.x, bottom);
+          ctx.moveTo(el.x - 3, top); ctx.lineTo(el.x + 3, top);
+          ctx.moveTo(el.x - 3, bottom); ctx.lineTo(el.x + 3, bottom);
+          ctx.stroke();
+        });
+        ctx.restore();
+      });
+    }
+  };
+
+  function openPermalink(evt, elements, chart) {
+    // Each point is a stored measurement: clicking opens its permalink.
+    if (!elements.length) return;
+    var p = chart.data.datasets[elements[0].datasetIndex].data[elements[0].index];
+    if (p && p.slug) window.location.href = "/m/" + encodeURIComponent(p.slug) + "/";
+  }
+
+  function pointLabel(c, yFormat) {
+    var p = c.raw, text = c.dataset.label + ": " + yFormat(c.parsed.y);
+    if (p && p.ci_pct !== undefined && p.ci_pct !== null) text += " ± " + p.ci_pct.toFixed(1) + " %";
+    if (p && p.converged === false) text += " (not converged)";
+    if (p && p.limited) text += " (window-limited)";
+    return text;
+  }
 
   function timeOptions(yTitle, yFormat) {
     return {
@@ -11,52 +54,118 @@
         x: { type: "time", time: { tooltipFormat: "yyyy-MM-dd HH:mm" }, title: { display: true, text: "date" } },
         y: { beginAtZero: true, title: { display: true, text: yTitle }, ticks: { callback: yFormat } }
       },
-      plugins: { tooltip: { callbacks: { label: function (c) { return c.dataset.label + ": " + yFormat(c.parsed.y); } } } },
-      onClick: function (evt, elements, chart) {
-        // Each point is a stored measurement: clicking opens its permalink.
-        if (!elements.length) return;
-        var p = chart.data.datasets[elements[0].datasetIndex].data[elements[0].index];
-        if (p && p.slug) window.location.href = "/m/" + encodeURIComponent(p.slug) + "/";
-      }
+      plugins: { tooltip: { callbacks: { label: function (c) { return pointLabel(c, yFormat); } } } },
+      onClick: openPermalink
     };
   }
 
-  function scatter(label, data, color, style) {
-    return { label: label, data: data, borderColor: color, backgroundColor: color, showLine: false,
-             pointRadius: 2.5, pointStyle: style || "circle" };
+  function scatter(label, data, color, style, extra) {
+    var ds = { label: label, data: data, borderColor: color, backgroundColor: color, showLine: false,
+               pointRadius: 2.5, pointStyle: style || "circle" };
+    return Object.assign(ds, extra || {});
+  }
+
+  function throughputChart(data) {
+    var converged = data.quick.filter(function (p) { return p.converged !== false; });
+    var unsettled = data.quick.filter(function (p) { return p.converged === false; });
+    var datasets = [scatter("quick", converged, QP.palette[0], "circle", { errorBars: true }),
+                    scatter("full", data.full, QP.palette[1], "triangle"),
+                    scatter("validate", data.validate, QP.palette[3], "rectRot")];
+    if (unsettled.length) {
+      datasets.push(scatter("quick, not converged", unsettled, QP.palette[4], "crossRot",
+                            { errorBars: true, pointRadius: 4 }));
+    }
+    new Chart(document.getElementById("chart-throughput"), {
+      type: "scatter", data: { datasets: datasets }, options: timeOptions("bit/s", QP.bps), plugins: [errorBars]
+    });
+    new Chart(document.getElementById("chart-rtt"), {
+      type: "scatter",
+      data: { datasets: [scatter("smoothed RTT", data.rtt_ms, QP.palette[2])] },
+      options: timeOptions("ms", function (v) { return Number(v).toFixed(2) + " ms"; })
+    });
+  }
+
+  function windowCharts(tables) {
+    document.querySelectorAll("canvas.window-chart").forEach(function (canvas) {
+      var table = tables[Number(canvas.dataset.index)];
+      var datasets = table.lines.map(function (line, i) {
+        return { label: line.streams + " stream" + (line.streams === 1 ? "" : "s"), data: line.points,
+                 borderColor: QP.palette[i % QP.palette.length], backgroundColor: QP.palette[i % QP.palette.length],
+                 pointRadius: 3, showLine: true, tension: 0 };
+      });
+      new Chart(canvas, {
+        type: "scatter", data: { datasets: datasets },
+        options: {
+          animation: false, parsing: false, maintainAspectRatio: false,
+          scales: {
+            x: { type: "logarithmic", title: { display: true, text: "window (-w)" }, ticks: { callback: QP.bytes } },
+            y: { beginAtZero: true, title: { display: true, text: "median bit/s" }, ticks: { callback: QP.bps } }
+          },
+          plugins: { tooltip: { callbacks: { label: function (c) {
+            return c.dataset.label + ", " + QP.bytes(c.parsed.x) + ": " + QP.bps(c.parsed.y) + " (" + c.raw.n + " tests)";
+          } } } }
+        }
+      });
+    });
+  }
+
+  function profileChart(profile) {
+    var labels = [];
+    for (var h = 0; h < 24; h++) labels.push((h < 10 ? "0" : "") + h + ":00");
+    var datasets = profile.settings.map(function (s, i) {
+      return { label: s.label, data: s.bps, borderColor: QP.palette[i], backgroundColor: QP.palette[i],
+               spanGaps: false, pointRadius: 3 };
+    });
+    new Chart(document.getElementById("chart-profile"), {
+      type: "line", data: { labels: labels, datasets: datasets },
+      options: {
+        animation: false, maintainAspectRatio: false,
+        scales: { x: { title: { display: true, text: "hour (" + profile.time_zone + ")" } },
+                  y: { beginAtZero: true, ticks: { callback: QP.bps } } },
+        plugins: { tooltip: { callbacks: { label: function (c) {
+          return c.dataset.label + ": " + profile.stat + " " + QP.bps(c.parsed.y) + " over " +
+                 profile.settings[c.datasetIndex].n[c.dataIndex] + " tests";
+        } } } }
+      }
+    });
+  }
+
+  function fig7Chart(points) {
+    var max = 0;
+    points.forEach(function (p) { max = Math.max(max, p.x, p.y * (1 + (p.ci_pct || 0) / 100)); });
+    new Chart(document.getElementById("chart-fig7"), {
+      type: "scatter",
+      data: { datasets: [
+        scatter("validate run", points, QP.palette[0], "circle", { errorBars: true, pointRadius: 3.5 }),
+        { label: "quick = full", data: [{ x: 0, y: 0 }, { x: max, y: max }], showLine: true, pointRadius: 0,
+          borderColor: "#868e96", borderDash: [5, 4], borderWidth: 1 }
+      ] },
+      options: {
+        animation: false, parsing: false, maintainAspectRatio: false,
+        scales: {
+          x: { beginAtZero: true, max: max, title: { display: true, text: "full run (20 s) bit/s" }, ticks: { callback: QP.bps } },
+          y: { beginAtZero: true, max: max, title: { display: true, text: "quick estimate bit/s" }, ticks: { callback: QP.bps } }
+        },
+        plugins: { tooltip: { callbacks: { label: function (c) {
+          var p = c.raw;
+          if (p.error_pct === undefined) return c.dataset.label;
+          return "full " + QP.bps(p.x) + ", quick " + QP.bps(p.y) + " (" + (p.error_pct >= 0 ? "+" : "") +
+                 p.error_pct.toFixed(1) + " %)";
+        } } } },
+        onClick: openPermalink
+      },
+      plugins: [errorBars]
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     var data = QP.readJSON("history-data");
+    if (data) throughputChart(data);
+    var tables = QP.readJSON("window-data");
+    if (tables) windowCharts(tables);
     var profile = QP.readJSON("profile-data");
-    if (data) {
-      new Chart(document.getElementById("chart-throughput"), {
-        type: "scatter",
-        data: { datasets: [scatter("quick", data.quick, QP.palette[0]),
-                           scatter("full / validate", data.full, QP.palette[1], "triangle")] },
-        options: timeOptions("bit/s", QP.bps)
-      });
-      new Chart(document.getElementById("chart-rtt"), {
-        type: "scatter",
-        data: { datasets: [scatter("smoothed RTT", data.rtt_ms, QP.palette[2])] },
-        options: timeOptions("ms", function (v) { return Number(v).toFixed(2) + " ms"; })
-      });
-    }
-    if (profile) {
-      var labels = [];
-      for (var h = 0; h < 24; h++) labels.push((h < 10 ? "0" : "") + h + ":00");
-      new Chart(document.getElementById("chart-profile"), {
-        type: "bar",
-        data: { labels: labels, datasets: [{ label: profile.stat + " throughput", data: profile.bps,
-                                              backgroundColor: QP.palette[0] }] },
-        options: {
-          animation: false, maintainAspectRatio: false,
-          scales: { y: { beginAtZero: true, ticks: { callback: QP.bps } } },
-          plugins: { tooltip: { callbacks: { label: function (c) {
-            return profile.stat + " " + QP.bps(c.parsed.y) + " over " + profile.n[c.dataIndex] + " tests";
-          } } } }
-        }
-      });
-    }
+    if (profile && profile.settings.length) profileChart(profile);
+    var fig7 = QP.readJSON("fig7-data");
+    if (fig7 && document.getElementById("chart-fig7")) fig7Chart(fig7);
   });
 })();

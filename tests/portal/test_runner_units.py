@@ -102,9 +102,11 @@ def test_trace_builder_late_and_missing_streams_padded():
     assert d["t"] == [0.02, 0.04]
     assert d["streams"] == [
         {"id": 1, "cwnd_bytes": [10, None], "ssthresh_bytes": [None, None], "rtt_us": [5, None],
-         "bytes_acked": [100, None], "total_retrans": [0, None]},
+         "bytes_acked": [100, None], "total_retrans": [0, None], "snd_wnd_bytes": [None, None],
+         "rwnd_limited_us": [None, None]},
         {"id": 3, "cwnd_bytes": [None, 30], "ssthresh_bytes": [None, 40], "rtt_us": [None, 6],
-         "bytes_acked": [None, 200], "total_retrans": [None, 1]},
+         "bytes_acked": [None, 200], "total_retrans": [None, 1], "snd_wnd_bytes": [None, None],
+         "rwnd_limited_us": [None, None]},
     ]
 
 
