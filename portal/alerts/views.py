@@ -1,16 +1,11 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from portal.measure.pathpages import page_number
+
 from .models import Alert
 
 CLOSED_PAGE_SIZE = 50
-
-
-def _page_number(raw):
-    try:
-        return max(1, int(raw))
-    except (TypeError, ValueError):
-        return 1
 
 
 @require_GET
@@ -18,7 +13,7 @@ def alert_list(request):
     """Open alerts (all of them: a handful) and closed ones, newest first, a page at a time.
     Readable without login, like the site pages whose results the alerts are about."""
     alerts = Alert.objects.select_related("rule", "site", "vantage").prefetch_related("deliveries")
-    page = _page_number(request.GET.get("page"))
+    page = page_number(request.GET.get("page"))
     offset = (page - 1) * CLOSED_PAGE_SIZE
     closed = list(alerts.filter(closed_at__isnull=False).order_by("-closed_at", "-pk")[offset:offset + CLOSED_PAGE_SIZE + 1])
     return render(request, "alerts/alerts.html", {

@@ -14,7 +14,7 @@ import statistics
 import zoneinfo
 
 from django.db import connection
-from django.db.models import Avg, Count, F, FloatField, Max, Min, Q, Sum, Window
+from django.db.models import Count, F, Max, Min, Q, Sum, Window
 from django.db.models.functions import Abs, ExtractHour, RowNumber
 from django.utils import timezone
 
@@ -57,18 +57,15 @@ def _since(days, now=None):
 
 def site_paths(site):
     """The site's paths: one row per vantage that has tested it, with counts per mode and the
-    newest test (one grouped query, as many rows as vantages)."""
-    rows = (Measurement.objects.filter(site=site).values("vantage")
-            .annotate(total=Count("pk"), done=Count("pk", filter=Q(status="done")),
-                      **{mode: Count("pk", filter=Q(status="done", mode=mode)) for mode in MODES},
-                      last=Max("created_at"))
-            .order_by("vantage"))
-    rows = list(rows)
+    newest test (one grouped query and the vantages' names, as many rows as vantages)."""
+    rows = list(Measurement.objects.filter(site=site).values("vantage")
+                .annotate(total=Count("pk"), done=Count("pk", filter=Q(status="done")),
+                          **{mode: Count("pk", filter=Q(status="done", mode=mode)) for mode in MODES},
+                          last=Max("created_at"))
+                .order_by("vantage"))
     names = dict(Vantage.objects.filter(pk__in=[r["vantage"] for r in rows]).values_list("pk", "name"))
-    flags = path_flags()
     for row in rows:
         row["name"] = names[row["vantage"]]
-        row["flag"] = flags.get((site.pk, row["vantage"]))
     return sorted(rows, key=lambda r: r["name"])
 
 
@@ -82,13 +79,6 @@ def paths_by_site(days=GRID_DAYS, now=None):
     for site_id, name, vantage_id in pairs:
         found.setdefault(site_id, []).append({"name": name, "vantage": vantage_id})
     return found
-
-
-def mode_counts(site_id, vantage_id, days=ANALYSIS_DAYS, now=None):
-    counts = (path_results(site_id, vantage_id).filter(created_at__gte=_since(days, now))
-              .values("mode").annotate(n=Count("pk")))
-    found = {row["mode"]: row["n"] for row in counts}
-    return {mode: found.get(mode, 0) for mode in MODES}
 
 
 # --- history of one path: the charts and the table -----------------------------------------

@@ -5,7 +5,6 @@ models and plain modules; these functions only pick rows, check access and rende
 """
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import json_script
@@ -189,32 +188,6 @@ def trace_json(request, slug):
     response = JsonResponse(trace.to_dict())
     response["Content-Disposition"] = f'attachment; filename="quickprobe-{m.slug}-trace.json"'
     return response
-
-
-@require_GET
-def site_history(request, slug):
-    site = get_object_or_404(Site, slug=slug)
-    page = _page_number(request.GET.get("page"))
-    context = pagecache.for_site(site, "history", lambda: {"summary": history.site_summary(site),
-                                                           "chart": history.chart_points(site)})
-    rows, has_next = pagecache.for_site(site, "table", lambda: history.recent_page(site, page, TABLE_PAGE_SIZE), page)
-    return render(request, "measure/site.html", {**context, "site": site, "page": page,
-                                                 "table": {"rows": rows, "has_next": has_next}})
-
-
-# 25,000,000 rows back, far past any site's history; a larger number once reached PostgreSQL
-# as an OFFSET beyond bigint (a 500).
-PAGE_MAX = 1_000_000
-
-
-def _page_number(raw):
-    try:
-        page = max(1, int(raw))
-    except (TypeError, ValueError):
-        return 1
-    if page > PAGE_MAX:
-        raise BadRequest(f"page {page} is out of range: allowed 1 to {PAGE_MAX}.")
-    return page
 
 
 @require_GET

@@ -98,7 +98,9 @@
         options: {
           animation: false, parsing: false, maintainAspectRatio: false,
           scales: {
-            x: { type: "logarithmic", title: { display: true, text: "window (-w)" }, ticks: { callback: QP.bytes } },
+            // Windows are powers of two: label only those ticks (a log axis adds 2..9 x 10^n).
+            x: { type: "logarithmic", title: { display: true, text: "window (-w)" },
+                 ticks: { callback: function (v) { return Math.log2(v) % 1 === 0 ? QP.bytes(v) : ""; } } },
             y: { beginAtZero: true, title: { display: true, text: "median bit/s" }, ticks: { callback: QP.bps } }
           },
           plugins: { tooltip: { callbacks: { label: function (c) {

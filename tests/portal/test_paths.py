@@ -124,7 +124,7 @@ def test_chart_points_keep_modes_apart_with_error_bars(site, vantage, make_vanta
 
 def test_grid_colours_latest_against_own_baseline(site, vantage, make_site, make_vantage):
     other_vantage = make_vantage(name="zz-far")
-    quiet = make_site(name="Zz quiet")
+    make_site(name="Zz quiet")
     for i, bps in enumerate((100e6, 110e6, 90e6, 100e6)):
         _done(site, vantage, minutes_ago=100 - i, bps=bps)
     _done(site, vantage, minutes_ago=10, bps=60e6)  # newest: 60 % of the median 100
@@ -155,13 +155,14 @@ def test_site_paths_counts_modes_and_flags(site, vantage, make_vantage):
     _done(site, vantage, mode="validate")
     _done(site, far, mode="full")
     factories.make_measurement(site=site, vantage=far, status="failed")
+    rows = paths.site_paths(site)
+    assert [(r["name"], r["total"], r["done"], r["quick"], r["full"], r["validate"]) for r in rows] == [
+        ("far", 2, 1, 0, 1, 0), ("local", 2, 2, 1, 0, 1)]
     paths.register_path_flagger(_flag_far)
     try:
-        rows = paths.site_paths(site)
+        assert paths.path_flags() == {(site.pk, far.pk): "in alert: test"}
     finally:
         paths._flaggers.remove(_flag_far)
-    assert [(r["name"], r["total"], r["done"], r["quick"], r["full"], r["validate"], r["flag"]) for r in rows] == [
-        ("far", 2, 1, 0, 1, 0, "in alert: test"), ("local", 2, 2, 1, 0, 1, None)]
 
 
 def _flag_far():

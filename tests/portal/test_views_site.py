@@ -6,7 +6,6 @@ from django.test import Client
 
 from portal.measure.models import Measurement
 from tests import factories
-from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fixture)
 
 UTC = datetime.timezone.utc
 
@@ -45,16 +44,19 @@ def test_site_history_unknown_slug_404(client, db):
     assert client.get("/sites/nope/").status_code == 404
 
 
-def test_site_history_chart_separates_quick_and_full(client, site, vantage):
-    q = _done(site, vantage, _at(1), quick_bps=2e8, rtt_us=1500)
+def test_site_history_chart_separates_quick_full_and_validate(client, site, vantage):
+    q = _done(site, vantage, _at(1), quick_bps=2e8, rtt_us=1500, quick_ci_pct=2.1, quick_converged=True)
     f = _done(site, vantage, _at(2), mode="full", quick_mode_entered=False, quick_bps=None,
               cumulative_bps=3e8, full_bps=3e8, rtt_us=2500)
-    factories.make_measurement(site=site, vantage=vantage, status="failed", created_at=_at(3))
+    v = _done(site, vantage, _at(3), mode="validate", quick_mode_entered=False, quick_bps=None,
+              cumulative_bps=4e8, full_bps=4e8, rtt_us=None)
+    factories.make_measurement(site=site, vantage=vantage, status="failed", created_at=_at(4))
     data = _json_script(client.get("/sites/loopback/").content.decode(), "history-data")
-    x1, x2 = int(_at(1).timestamp() * 1000), int(_at(2).timestamp() * 1000)
+    x1, x2, x3 = (int(_at(d).timestamp() * 1000) for d in (1, 2, 3))
     assert data == {
-        "quick": [{"x": x1, "y": 2e8, "slug": q.slug}],
-        "full": [{"x": x2, "y": 3e8, "slug": f.slug}],
+        "quick": [{"x": x1, "y": 2e8, "slug": q.slug, "limited": False, "ci_pct": 2.1, "converged": True}],
+        "full": [{"x": x2, "y": 3e8, "slug": f.slug, "limited": False}],
+        "validate": [{"x": x3, "y": 4e8, "slug": v.slug, "limited": False}],
         "rtt_ms": [{"x": x1, "y": 1.5, "slug": q.slug}, {"x": x2, "y": 2.5, "slug": f.slug}],
         "limit": 500,
     }
@@ -65,22 +67,24 @@ def _recent(days_ago, hour):
     return datetime.datetime.combine(day, datetime.time(hour), tzinfo=UTC)
 
 
-def test_site_history_time_of_day_profile_is_median_by_hour(client, site, vantage):
+def test_site_history_time_of_day_median_by_hour_in_site_zone(client, make_site, vantage):
+    site = make_site(slug="tokyo", name="Tokyo", time_zone="Asia/Tokyo")
     for days_ago, bps in ((1, 1e8), (2, 2e8), (3, 9e8)):
         _done(site, vantage, _recent(days_ago, hour=3), quick_bps=bps)
     for days_ago, bps in ((1, 4e8), (2, 6e8)):
         _done(site, vantage, _recent(days_ago, hour=15), quick_bps=bps)
     # Older than the profile's 90 days: counted, but not in the profile.
     _done(site, vantage, _recent(91, hour=3), quick_bps=5e9)
-    html = client.get("/sites/loopback/").content.decode()
+    html = client.get("/sites/tokyo/").content.decode()
     profile = _json_script(html, "profile-data")
     expected = [None] * 24
-    expected[3], expected[15] = 2e8, 5e8
+    expected[12], expected[0] = 2e8, 5e8  # 03:00 and 15:00 UTC are 12:00 and 00:00 in Tokyo
     counts = [0] * 24
-    counts[3], counts[15] = 3, 2
-    assert profile == {"stat": "median", "days": 90, "bps": expected, "n": counts}
+    counts[12], counts[0] = 3, 2
+    assert profile == {"time_zone": "Asia/Tokyo", "stat": "median", "days": 90,
+                       "settings": [{"label": "P1 wdefault default", "bps": expected, "n": counts, "tests": 5}]}
     assert "6 measurements: 6 done, 0 failed" in html
-    assert "finished tests of the last 90 days" in html
+    assert "by hour in the site's time zone (Asia/Tokyo)" in html
 
 
 def test_site_history_table_paginates_newest_first(client, site, vantage):
@@ -89,12 +93,12 @@ def test_site_history_table_paginates_newest_first(client, site, vantage):
     assert page1.count("permalink</a>") == 25
     assert page1.index(made[29].slug) < page1.index(made[5].slug)
     assert made[4].slug not in page1
-    assert '<a href="?page=2">older →</a>' in page1
+    assert '<a href="?vantage=local&amp;page=2">older →</a>' in page1
     assert "newer" not in page1
     page2 = client.get("/sites/loopback/?page=2").content.decode()
     assert page2.count("permalink</a>") == 5
     assert made[0].slug in page2
-    assert '<a href="?page=1">← newer</a>' in page2
+    assert '<a href="?vantage=local&amp;page=1">← newer</a>' in page2
     assert "older →" not in page2
 
 
@@ -115,18 +119,20 @@ def test_site_history_page_past_end_says_so(client, site, vantage):
 def test_site_history_query_count_does_not_grow_with_rows(client, site, vantage, django_assert_num_queries):
     for i in range(40):
         _done(site, vantage, _at(1 + i % 20, hour=i % 24))
-    # site, summary counts, hour profile, streams/window table, chart points, table page
-    with django_assert_num_queries(6):
+    # site, its paths (2), alert flags, the path's summary, chart, heat map, time of day (2),
+    # quick vs full, table page: a constant, whatever the number of rows
+    with django_assert_num_queries(12):
         client.get("/sites/loopback/")
-    # Same site version: the summary and chart are cached; another table page costs two.
-    with django_assert_num_queries(2):
+    # Same site version: the analyses are cached; another table page costs site, flags, page.
+    with django_assert_num_queries(3):
         client.get("/sites/loopback/?page=2")
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):
         client.get("/sites/loopback/?page=2")
 
 
 def test_site_history_never_loads_traces(client, site, vantage, django_assert_max_num_queries):
     _done(site, vantage, _at(1))
+    _done(site, vantage, _at(2), mode="validate")
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -163,8 +169,8 @@ def test_site_history_older_row_changing_shows_at_once(client, user, site, vanta
     _done(site, vantage, _at(1))
     client.force_login(user)
     client.get("/sites/loopback/")
-    # session, user, site: everything else is cached under the site's version
-    with django_assert_num_queries(3):
+    # session, user, site, alert flags: everything else is cached under the site's version
+    with django_assert_num_queries(4):
         client.get("/sites/loopback/")
     Measurement.objects.filter(pk=queued.pk).update(status="failed", failure_code="timeout")
     assert '<code class="small">timeout</code>' in client.get("/sites/loopback/").content.decode()
@@ -174,7 +180,7 @@ def test_site_history_heartbeat_keeps_cached_data(client, site, vantage, django_
     running = factories.make_measurement(site=site, vantage=vantage, status="running")
     client.get("/sites/loopback/")
     Measurement.objects.filter(pk=running.pk).update(heartbeat_at=_at(2))
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):  # the site and the alert flags
         client.get("/sites/loopback/")
 
 
@@ -185,7 +191,18 @@ def test_site_history_site_edit_shows_at_once(client, site):
     assert "<h1>Renamed loopback</h1>" in client.get("/sites/loopback/").content.decode()
 
 
-def test_site_history_settings_table_best_first(client, site, vantage):
+def test_site_history_always_fresh(client, site, vantage):
+    _done(site, vantage, _at(1))
+    client.get("/sites/loopback/")
+    queued = factories.make_measurement(site=site, vantage=vantage)
+    assert queued.slug in client.get("/sites/loopback/").content.decode()
+    queued.status = "failed"
+    queued.failure_code = "timeout"
+    queued.save()
+    assert '<code class="small">timeout</code>' in client.get("/sites/loopback/").content.decode()
+
+
+def test_site_history_heat_map_best_and_optimum(client, site, vantage):
     for days_ago, bps in ((1, 1e8), (2, 3e8)):
         _done(site, vantage, _recent(days_ago, hour=3), quick_bps=bps)
     for days_ago, bps in ((1, 8e8), (2, 6e8), (3, 9e8)):
@@ -193,14 +210,10 @@ def test_site_history_settings_table_best_first(client, site, vantage):
             site=site, vantage=vantage, streams=4, window_bytes=4 * 1024 * 1024,
             result=factories.sample_result_event(quick_bps=bps), created_at=_recent(days_ago, hour=5))
     html = client.get("/sites/loopback/").content.decode()
-    table = html.split('<table class="grid compact" id="settings">')[1].split("</table>")[0]
-    rows = [r for r in table.split("<tr>")[2:]]
-    assert rows[0].startswith('<td class="num">4</td><td class="num">4.00 MiB</td><td class="num">3</td>'
-                              '<td class="num">800.0 Mbit/s</td>')
-    assert rows[1].startswith('<td class="num">1</td><td class="num">default</td><td class="num">2</td>'
-                              '<td class="num">200.0 Mbit/s</td>')
-
-
-def test_site_history_settings_table_hidden_with_one_setting(client, site, vantage):
-    _done(site, vantage, _recent(1, hour=3))
-    assert 'id="settings"' not in client.get("/sites/loopback/").content.decode()
+    table = html.split('<table class="grid compact heat" id="settings-1">')[1].split("</table>")[0]
+    assert "<th class=\"num\">4.00 MiB</th><th class=\"num\">default</th>" in table
+    rows = table.split("<tr><th class=\"num\">")[1:]
+    assert rows[0].startswith('1</th>\n    <td class="num muted">–</td><td class="num"')
+    assert "200.0 Mbit/s<br>" in rows[0]
+    assert rows[1].startswith('4</th>\n    <td class="num optimum"')
+    assert "800.0 Mbit/s ★" in rows[1]

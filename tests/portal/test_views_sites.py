@@ -71,12 +71,13 @@ def test_sites_overview_one_query_for_the_table(client, site, vantage, make_site
         other = make_site(name=f"Other {n}", slug=f"other-{n}")
         _done(other, vantage, _ago(hours=n + 1), quick_bps=1e9)
         _done(other, vantage, _ago(days=9), quick_bps=2e9)
-    # The sites' data versions, the table, and the trend means of all sites in one grouped query ...
-    with django_assert_num_queries(3):
+    # The sites' data versions, the table, the trend means of all sites in one grouped query,
+    # the versions again and the paths of every site, and the open alerts that flag paths ...
+    with django_assert_num_queries(6):
         response = client.get("/")
     assert response.content.decode().count('<span class="down">▼ -50.0 %</span>') == 4
-    # ... which are then kept while no site changes: one query per view, whatever the number of sites.
-    with django_assert_num_queries(1):
+    # ... kept while no site changes: the versions (twice) and the alerts, whatever the number of sites.
+    with django_assert_num_queries(3):
         client.get("/")
     newest = _done(site, vantage, _ago(hours=1), quick_bps=1e9)
     assert newest.slug not in response.content.decode()
