@@ -321,8 +321,7 @@ QUOTA_PENDING_RETRY_S = env_number("QUOTA_PENDING_RETRY_S", 30, minimum=1)
 PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
 
 # --- alerts (portal/alerts) -------------------------------------------------------------------
-# Links in alert e-mails and webhooks are absolute: the portal's public address.
-PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
+# Links in alert e-mails and webhooks are absolute, from PORTAL_URL (above).
 # Deliveries run on this Celery queue (any worker may consume it; `make run`'s does).
 ALERTS_QUEUE = env_str("ALERTS_QUEUE", "celery")
 ALERT_WEBHOOK_TIMEOUT_S = env_number("ALERT_WEBHOOK_TIMEOUT_S", 10.0, kind=float, minimum=0.1)

@@ -29,8 +29,11 @@ TREND_PRIOR_DAYS = 21
 def headline_expr(prefix=""):
     """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
     else what a plain iperf run reports."""
+    # A quick estimate that did not converge is never the headline: the run went on to -t and
+    # its whole-run figure is the result (prober/EVENTS.md). Older rows have quick_converged null.
+    converged = Q(**{f"{prefix}quick_converged": True}) | Q(**{f"{prefix}quick_converged__isnull": True})
     return Case(
-        When(**{f"{prefix}quick_mode_entered": True}, then=F(f"{prefix}quick_bps")),
+        When(Q(**{f"{prefix}quick_mode_entered": True}) & converged, then=F(f"{prefix}quick_bps")),
         default=F(f"{prefix}cumulative_bps"),
         output_field=FloatField(),
     )
@@ -173,6 +176,7 @@ def recent_page(site, page, size):
         .select_related("vantage")
         .only("slug", "mode", "status", "created_at", "duration_s", "streams", "window_bytes", "congestion",
               "quick_mode_entered", "quick_bps", "cumulative_bps", "rtt_us", "retransmits", "failure_code",
+              "quick_ci_pct", "quick_converged", "window_limited",
               "vantage__name")
         .order_by("-created_at")[offset:offset + size + 1]
     )

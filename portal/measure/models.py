@@ -226,9 +226,16 @@ class Measurement(models.Model):
 
     @property
     def headline_bps(self):
-        if self.quick_mode_entered:
+        # Same rule as history.headline_expr: an estimate that did not converge is not the result.
+        if self.quick_mode_entered and self.quick_converged is not False:
             return self.quick_bps
         return self.cumulative_bps
+
+    @property
+    def shows_error_bar(self):
+        """The headline is a converged quick estimate with its error bar."""
+        return bool(self.quick_mode_entered and self.quick_converged is not False and self.quick_ci_pct is not None
+                    and self.mode != "full")
 
     @property
     def is_finished(self):

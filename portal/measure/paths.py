@@ -102,7 +102,9 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
         x = int(created_at.timestamp() * 1000)
         if headline is not None:
             point = {"x": x, "y": headline, "slug": slug, "limited": bool(limited)}
-            if mode == "quick" and entered and ci_pct is not None:
+            if mode == "quick" and entered and converged is False:
+                point["converged"] = False  # y is the full run's figure; the estimate had no bar to show
+            elif mode == "quick" and entered and ci_pct is not None:
                 point.update(ci_pct=ci_pct, converged=converged)
             series[mode].append(point)
         if rtt_us is not None:

@@ -36,10 +36,66 @@
     };
   }
 
-  function chart(id, datasets, options) {
+  function chart(id, datasets, options, plugins) {
     var el = document.getElementById(id);
     if (!el) return null;
-    return new Chart(el, { type: "line", data: { datasets: datasets }, options: options, plugins: [QP.markerPlugin] });
+    return new Chart(el, { type: "line", data: { datasets: datasets }, options: options,
+                           plugins: [QP.markerPlugin].concat(plugins || []) });
+  }
+
+  // BBR's mode over time (the first BBR stream's, from TCP_CC_INFO) shades the cwnd chart, so a
+  // PROBE_RTT dip or a DRAIN is seen for what it is.
+  var BBR_MODES = [["startup", "rgba(217, 72, 15, 0.13)"], ["drain", "rgba(134, 46, 156, 0.16)"],
+                   ["probe_bw", "rgba(43, 138, 62, 0.10)"], ["probe_rtt", "rgba(180, 35, 24, 0.24)"]];
+  var bbrBands = {
+    id: "bbrBands",
+    beforeDatasetsDraw: function (chart, args, opts) {
+      if (!opts || !opts.modes) return;
+      var x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx, t = opts.t, modes = opts.modes;
+      var colours = {};
+      BBR_MODES.forEach(function (m) { colours[m[0]] = m[1]; });
+      ctx.save();
+      var start = 0;
+      for (var i = 1; i <= t.length; i++) {
+        if (i < t.length && modes[i] === modes[start]) continue;
+        var colour = colours[modes[start]];
+        if (colour) {
+          var x0 = Math.max(area.left, x.getPixelForValue(t[start]));
+          var x1 = Math.min(area.right, x.getPixelForValue(t[Math.min(i, t.length - 1)]));
+          ctx.fillStyle = colour;
+          ctx.fillRect(x0, area.top, Math.max(1, x1 - x0), area.bottom - area.top);
+        }
+        start = i;
+      }
+      ctx.restore();
+    }
+  };
+
+  function bbrStream(streams) {
+    for (var i = 0; i < streams.length; i++) {
+      var modes = streams[i].bbr_mode || [];
+      for (var j = 0; j < modes.length; j++) if (modes[j]) return streams[i];
+    }
+    return null;
+  }
+
+  function bbrLegend(id, stream) {
+    var el = document.getElementById(id);
+    if (!el) return;
+    var seen = {};
+    stream.bbr_mode.forEach(function (m) { if (m) seen[m] = true; });
+    var legend = document.createElement("p");
+    legend.className = "small muted bbr-legend";
+    legend.appendChild(document.createTextNode("Background: BBR mode of stream " + stream.id + ": "));
+    BBR_MODES.forEach(function (m) {
+      if (!seen[m[0]]) return;
+      var swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = m[1];
+      legend.appendChild(swatch);
+      legend.appendChild(document.createTextNode(" " + m[0] + " "));
+    });
+    el.closest("figure").appendChild(legend);
   }
 
   function drawTrace(trace) {
@@ -54,11 +110,18 @@
     } else {
       cwnd.push(line("cwnd, all streams", points(t, trace.cwnd_bytes), QP.palette[0]));
     }
-    chart("chart-cwnd", cwnd, baseOptions("bytes", QP.bytes, marker));
-    chart("chart-bw", [
-      line("InstBW", points(t, trace.inst_bps), QP.palette[0]),
-      line("CumuBW", points(t, trace.cumu_bps), QP.palette[1])
-    ], baseOptions("bit/s", QP.bps, marker));
+    var bbr = bbrStream(streams);
+    var cwndOptions = baseOptions("bytes", QP.bytes, marker);
+    if (bbr) {
+      cwndOptions.plugins.bbrBands = { t: t, modes: bbr.bbr_mode };
+      bbrLegend("chart-cwnd", bbr);
+    }
+    chart("chart-cwnd", cwnd, cwndOptions, [bbrBands]);
+    var bw = [line("InstBW", points(t, trace.inst_bps), QP.palette[0]),
+              line("CumuBW", points(t, trace.cumu_bps), QP.palette[1])];
+    if (bbr) bw.push(line("BBR bw estimate (stream " + bbr.id + ")", points(t, bbr.bbr_bw_bps), QP.palette[2],
+                          { borderDash: [2, 2] }));
+    chart("chart-bw", bw, baseOptions("bit/s", QP.bps, marker));
     chart("chart-streams", streams.map(function (s, i) {
       return line("stream " + s.id, points(t, s.cwnd_bytes), QP.palette[i % QP.palette.length]);
     }), baseOptions("bytes", QP.bytes, marker));

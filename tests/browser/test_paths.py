@@ -22,8 +22,9 @@ def _sweep(site, vantage, now):
     for day in range(5):
         for (streams, window), rate in RATES.items():
             when = now - dt.timedelta(days=day, hours=streams, minutes=window // KIB // 64)
+            # Day 2 did not converge: its result is the full run's figure, here the same rate.
             result = factories.sample_result_event(quick_bps=rate * (1 + 0.01 * day), quick_ci_pct=1.5 + day,
-                                                   quick_converged=day != 2)
+                                                   quick_converged=day != 2, cumulative_bps=rate * (1 + 0.01 * day))
             made.append(factories.make_done_measurement(
                 site=site, vantage=vantage, result=result, created_at=when, streams=streams, window_bytes=window,
                 window_limited=window == 64 * KIB and streams == 1))
@@ -100,4 +101,48 @@ def test_path_page_analyses_drawn_and_grid_leads_there(watched_page, live_server
     assert page.locator("#open-alerts tbody tr").count() == 1
     assert "far → Example WAN site" in page.inner_text("#open-alerts")
     watched_page.screenshot("alerts")
+    watched_page.assert_clean()
+
+
+def _bbr_trace(n=100):
+    """A BBR trace: STARTUP, DRAIN, PROBE_BW, a PROBE_RTT dip, PROBE_BW again."""
+    from tests.factories import sample_trace_dict
+
+    trace = sample_trace_dict(n=n)
+    modes = ["startup"] * 20 + ["drain"] * 5 + ["probe_bw"] * 45 + ["probe_rtt"] * 10 + ["probe_bw"] * 20
+    stream = trace["streams"][0]
+    stream["bbr_mode"] = modes
+    stream["bbr_bw_bps"] = [min(i, 25) * 4e7 for i in range(n)]
+    stream["cwnd_bytes"] = [4 * 65483 if m == "probe_rtt" else 65483 * min(i + 4, 60) for i, m in enumerate(modes)]
+    return trace
+
+
+def _band_pixels(page, canvas_id):
+    # Pixels of the translucent mode bands (lines, text and points are drawn opaque).
+    return page.eval_on_selector(f"#{canvas_id}", """(c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 15 && d[i] < 80) n++;
+        return n;
+    }""")
+
+
+def test_permalink_error_bar_and_bbr_modes_on_cwnd_chart(watched_page, live_server):
+    page = watched_page.page
+    site, vantage = factories.make_site(slug="bbr-site"), factories.make_vantage(name="local")
+    result = factories.sample_result_event(quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, elapsed_s=1.8,
+                                           congestion="bbr")
+    m = factories.make_done_measurement(site=site, vantage=vantage, result=result, trace=_bbr_trace())
+    page.goto(f"{live_server.url}/m/{m.slug}/")
+    assert page.inner_text("#headline") == "612.0 Mbit/s ± 2.1 %"
+    assert "converged in 1.80 s" in page.inner_text("#headline-what")
+    wait_for_chart(page, "chart-cwnd")
+    legend = page.inner_text("figure:has(#chart-cwnd) .bbr-legend")
+    assert legend.split(": ")[-1].split() == ["startup", "drain", "probe_bw", "probe_rtt"]
+    # The bands cover the chart area: many times the translucent pixels (grid lines) of the RTT
+    # chart, which has none (measured: ~88,000 against ~7,000).
+    assert _band_pixels(page, "chart-cwnd") > 5 * _band_pixels(page, "chart-rtt")
+    bw = {ds["label"]: ds for ds in wait_for_chart(page, "chart-bw")}
+    assert bw["BBR bw estimate (stream 1)"]["points"] == 100
+    watched_page.screenshot("permalink-bbr-error-bar")
     watched_page.assert_clean()

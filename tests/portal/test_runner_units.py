@@ -90,6 +90,9 @@ def test_event_sink_rejects_non_json_line(measurement):
         sink.handle_line(b"[1,2]")
 
 
+NO_BBR = {f"bbr_{k}": [None, None] for k in ("mode", "bw_bps", "min_rtt_us", "pacing_gain", "cwnd_gain")}
+
+
 def test_trace_builder_late_and_missing_streams_padded():
     builder = TraceBuilder()
     builder.add_sample({"t": 0.02, "inst_bps": 1.0, "cumu_bps": 1.0, "cwnd_bytes": 10,
@@ -103,10 +106,10 @@ def test_trace_builder_late_and_missing_streams_padded():
     assert d["streams"] == [
         {"id": 1, "cwnd_bytes": [10, None], "ssthresh_bytes": [None, None], "rtt_us": [5, None],
          "bytes_acked": [100, None], "total_retrans": [0, None], "snd_wnd_bytes": [None, None],
-         "rwnd_limited_us": [None, None]},
+         "rwnd_limited_us": [None, None], **NO_BBR},
         {"id": 3, "cwnd_bytes": [None, 30], "ssthresh_bytes": [None, 40], "rtt_us": [None, 6],
          "bytes_acked": [None, 200], "total_retrans": [None, 1], "snd_wnd_bytes": [None, None],
-         "rwnd_limited_us": [None, None]},
+         "rwnd_limited_us": [None, None], **NO_BBR},
     ]
 
 
