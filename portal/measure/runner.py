@@ -144,12 +144,19 @@ def _reconnecting(write):
 @_reconnecting
 def claim(measurement_id):
     """Move the row from queued to running. True if we got it; False if someone else did or it
-    is finished; IntegrityError if another measurement of the same site is running."""
-    now = timezone.now()
+    is finished; IntegrityError if another measurement of the same site is running.
+
+    The UPDATE may wait on the one-running-per-site index for the site's previous test to commit,
+    so started_at is stamped only after it returned (a clock read before it, or a database Now()
+    or clock_timestamp() in the same SET, would precede that test's finished_at)."""
     with transaction.atomic():
         claimed = Measurement.objects.filter(pk=measurement_id, status=Status.QUEUED).update(
-            status=Status.RUNNING, started_at=now, heartbeat_at=now, failure_code="", failure_reason="")
-    return claimed == 1
+            status=Status.RUNNING, failure_code="", failure_reason="")
+        if claimed != 1:
+            return False
+        now = timezone.now()
+        Measurement.objects.filter(pk=measurement_id).update(started_at=now, heartbeat_at=now)
+    return True
 
 
 @_reconnecting
