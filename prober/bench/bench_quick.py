@@ -462,7 +462,7 @@ def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
     lines, verdict = [], {}
     lines += [("| cc | rows | paired median / p90 / p95 \\|err\\| % | separate median / p90 / p95 \\|err\\| % "
               "| spread quick / 20 s % (ratio) | rows spread <= 1.5x | converged | coverage % (paired) "
-              "| target |"), "|---|---|---|---|---|---|---|---|---|"]
+              "| time / traffic saved % (BDP >= 1 MB) | target |"), "|---|---|---|---|---|---|---|---|---|---|"]
     for cc in CCS:
         c = cc_summary(rows, runs, cc)
         if c is None:
