@@ -42,6 +42,7 @@ $(VENV)/.installed: requirements.txt
 # Lint first: a lint error fails `make test` (and so CI) in seconds. Rules: pyproject.toml.
 lint: venv
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test: packages-test venv lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \

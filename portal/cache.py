@@ -2,6 +2,7 @@
 a Redis outage must never fail a page or a test. This backend is Django's RedisCache with
 short socket timeouts, and every operation that cannot reach Redis answers as a cache miss
 (and logs, at most once per LOG_EVERY_S) instead of raising."""
+
 import logging
 import time
 

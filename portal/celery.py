@@ -5,6 +5,7 @@ the task is sent); a worker on a prober host consumes its own vantage queue and 
 `celery` queue (reaper, sweeps). Tasks live in the Django apps' tasks.py (autodiscovered);
 task and queue names are in portal/measure/vocab.py.
 """
+
 import os
 
 from celery import Celery

@@ -1,5 +1,6 @@
 """Login throttling glue for django-axes: whose address a login comes from, and the page a
 locked-out login gets (429 with Retry-After, in the portal's own words)."""
+
 import math
 
 from django.conf import settings

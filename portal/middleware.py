@@ -3,6 +3,7 @@
 Scripts only from our own origin: page data reaches Chart.js through `json_script`, never
 inline code. Styles allow inline attributes because Chart.js sizes its canvas through them.
 """
+
 from django.conf import settings
 
 POLICY = (

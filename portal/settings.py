@@ -4,6 +4,7 @@ Embedded default (nothing set): SQLite and a file-system Celery broker under var
 `make run` works on a fresh machine. DATABASE_URL / REDIS_URL switch to PostgreSQL / Redis
 (docker-compose.yml, the tests).
 """
+
 import datetime
 import os
 import socket
@@ -77,7 +78,7 @@ def database_from_url(url):
             "TEST": {"NAME": env_str("DATABASE_TEST_NAME")},
         }
     if parts.scheme == "sqlite":
-        path = unquote(url[len("sqlite://"):]).lstrip("/") if url.startswith("sqlite:///") else ""
+        path = unquote(url[len("sqlite://") :]).lstrip("/") if url.startswith("sqlite:///") else ""
         if not path:
             raise ImproperlyConfigured(f"DATABASE_URL={url!r}: expected sqlite:///absolute/path.sqlite3")
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": "/" + path}
@@ -174,26 +175,47 @@ if DATABASE_URL:
 else:
     # The web server and the worker write concurrently: WAL and IMMEDIATE transactions make
     # SQLite wait for the lock instead of failing with "database is locked".
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "portal.sqlite3",
-                             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE",
-                                         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}}
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "portal.sqlite3",
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     # Best-effort: an unreachable Redis is a cache miss, never a failed page or test (portal/cache.py).
-    CACHES = {"default": {"BACKEND": "portal.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "portal")}}
+    CACHES = {
+        "default": {
+            "BACKEND": "portal.cache.ResilientRedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "portal"),
+        }
+    }
     CELERY_BROKER_URL = REDIS_URL
     # A Redis that is down or unreachable must be noticed in seconds (a web request publishing
     # a task gives up and leaves the row to the watchdog, portal/measure/dispatch.py), and a
     # half-open connection found by keepalive and the health check instead of hanging.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 10, "socket_keepalive": True,
-                                       "health_check_interval": 10}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "socket_connect_timeout": 3,
+        "socket_timeout": 10,
+        "socket_keepalive": True,
+        "health_check_interval": 10,
+    }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                          "LOCATION": str(VAR_DIR / "cache")}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
     # kombu's filesystem transport: a broker that needs no server, shared by the web process
     # and the worker through directories under var/.
     CELERY_BROKER_URL = "filesystem://"
@@ -307,8 +329,10 @@ RETRY_MAX_S = env_number("RETRY_MAX_S", 30.0, kind=float, minimum=0.0)
 # The old environment-variable sweep is gone; a deployment still setting it must hear so.
 for _gone in ("SWEEP_INTERVAL_S", "SWEEP_MODE", "SWEEP_DURATION_S"):
     if env_str(_gone) not in (None, "0"):
-        raise ImproperlyConfigured(f"{_gone} is no longer read: define a sweep in the admin (Sweeps) or with "
-                                   f"`manage.py sweep create NAME --every 1h`, and unset {_gone}")
+        raise ImproperlyConfigured(
+            f"{_gone} is no longer read: define a sweep in the admin (Sweeps) or with "
+            f"`manage.py sweep create NAME --every 1h`, and unset {_gone}"
+        )
 # Where pages are served, for links printed outside a request (`manage.py sweep run`).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 # Per-user request limits (portal/measure/quotas.py); admins override them per user or group
@@ -335,8 +359,10 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_number("EMAIL_TIMEOUT", 10.0, kind=float, minimum=0.1)
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
-                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "quickprobe@localhost")
 
 CELERY_TASK_ACKS_LATE = False

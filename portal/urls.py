@@ -1,4 +1,5 @@
 """The project urlconf: the admin, login / logout, the API, the sweeps pages and the measure app's pages."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path

@@ -1,4 +1,5 @@
 """The WSGI entry point gunicorn serves (`gunicorn portal.wsgi`)."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

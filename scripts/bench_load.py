@@ -13,6 +13,7 @@ once per user, a 2 s quick test (within the per-user quotas). Every response tim
 the report gives errors (target 0) and the p95 of the site page and the permalink as a ratio to
 /healthz's p95 in the same run. A table goes to stdout and to docs/bench-load.md.
 """
+
 import argparse
 import datetime as dt
 import json
@@ -53,8 +54,15 @@ class Stack:
     def start(self, name, cmd, ready=None):
         log = self.dir / f"{name}.log"
         with open(log, "w") as out:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         if ready is not None:
             servers.wait_until(ready, 60, name, proc, log)
@@ -70,7 +78,9 @@ def prepare(rows, seed, users):
     from tests import factories
 
     site, _permalink, _load_s, _samples = bench_portal.populate(rows, seed)
-    slugs = list(Measurement.objects.filter(site=site, status="done").order_by("?").values_list("slug", flat=True)[:500])
+    slugs = list(
+        Measurement.objects.filter(site=site, status="done").order_by("?").values_list("slug", flat=True)[:500]
+    )
     tokens = [ApiToken.issue(factories.make_user(f"load{n}")) for n in range(users)]
     ports = []
     for n, other in enumerate(Site.objects.exclude(pk=site.pk).order_by("slug")[:TEST_SITES]):
@@ -78,25 +88,82 @@ def prepare(rows, seed, users):
         other.port = ports[-1]
         other.save(update_fields=["port"])
     until = dt.date.today() - dt.timedelta(days=1)
-    return {"site": site.slug, "slugs": slugs, "tokens": tokens, "vantage": VANTAGE,
-            "test_sites": list(Site.objects.exclude(pk=site.pk).order_by("slug").values_list("slug", flat=True)[:TEST_SITES]),
-            "csv_since": (until - dt.timedelta(days=6)).isoformat(), "csv_until": until.isoformat()}, ports
+    return {
+        "site": site.slug,
+        "slugs": slugs,
+        "tokens": tokens,
+        "vantage": VANTAGE,
+        "test_sites": list(
+            Site.objects.exclude(pk=site.pk).order_by("slug").values_list("slug", flat=True)[:TEST_SITES]
+        ),
+        "csv_since": (until - dt.timedelta(days=6)).isoformat(),
+        "csv_until": until.isoformat(),
+    }, ports
 
 
 def start_stack(stack, ports, workdir):
     py = sys.executable
     for port in ports:
-        stack.start(f"iperf3-{port}", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
-                    ready=lambda p=port: servers.listening(p))
+        stack.start(
+            f"iperf3-{port}",
+            ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
+            ready=lambda p=port: servers.listening(p),
+        )
     celery = [py, "-m", "celery", "-A", "portal"]
-    stack.start("worker", [*celery, "worker", "-Q", f"vantage.{VANTAGE}", "--concurrency", "2", "--without-gossip",
-                           "--without-mingle", "-l", "INFO", "-n", f"{VANTAGE}@%h"])
-    stack.start("housekeeping", [*celery, "worker", "-Q", "celery", "--concurrency", "1", "--without-gossip",
-                                 "--without-mingle", "-l", "INFO", "-n", "bench-housekeeping@%h"])
+    stack.start(
+        "worker",
+        [
+            *celery,
+            "worker",
+            "-Q",
+            f"vantage.{VANTAGE}",
+            "--concurrency",
+            "2",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+            "-n",
+            f"{VANTAGE}@%h",
+        ],
+    )
+    stack.start(
+        "housekeeping",
+        [
+            *celery,
+            "worker",
+            "-Q",
+            "celery",
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+            "-n",
+            "bench-housekeeping@%h",
+        ],
+    )
     stack.start("beat", [*celery, "beat", "-l", "INFO"])
     web = servers.free_port()
-    stack.start("gunicorn", [py, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{web}", "--workers", "3",
-                             "--threads", "4", "--timeout", "60"], ready=lambda: servers.listening(web))
+    stack.start(
+        "gunicorn",
+        [
+            py,
+            "-m",
+            "gunicorn",
+            "portal.wsgi",
+            "-b",
+            f"127.0.0.1:{web}",
+            "--workers",
+            "3",
+            "--threads",
+            "4",
+            "--timeout",
+            "60",
+        ],
+        ready=lambda: servers.listening(web),
+    )
     return web
 
 
@@ -104,9 +171,27 @@ def run_locust(conf, nginx_port, users, seconds, workdir):
     conf_path, samples_path = Path(workdir) / "conf.json", Path(workdir) / "samples.json"
     conf_path.write_text(json.dumps({**conf, "seconds": seconds}))
     env = dict(os.environ, BENCH_LOAD_CONF=str(conf_path), BENCH_LOAD_SAMPLES=str(samples_path))
-    cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "scripts" / "locust_load.py"), "--headless",
-           "-u", str(users), "-r", str(max(1, users // 10)), "-t", f"{seconds}s", "--stop-timeout", "30",
-           "--host", f"http://127.0.0.1:{nginx_port}", "--only-summary", "--exit-code-on-error", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(ROOT / "scripts" / "locust_load.py"),
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(max(1, users // 10)),
+        "-t",
+        f"{seconds}s",
+        "--stop-timeout",
+        "30",
+        "--host",
+        f"http://127.0.0.1:{nginx_port}",
+        "--only-summary",
+        "--exit-code-on-error",
+        "0",
+    ]
     print(f"locust: {users} users for {seconds} s through nginx on {nginx_port} ...", flush=True)
     subprocess.run(cmd, cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
     return json.loads(samples_path.read_text())
@@ -120,11 +205,19 @@ def outcome_of_tests():
 
 
 def report(samples, users, seconds, rows, tests, started):
-    intro = (f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `make bench-load` ({users} users, {seconds} s, "
-             f"{rows:,} stored measurements of the site), through nginx -> gunicorn (3 x 4 threads) -> PostgreSQL, "
-             "on this 2-core machine shared with other work. Times from every request locust made.")
-    lines = ["# bench-load", "", intro, "",
-             "| request | count | errors | median ms | p95 ms | p95 / healthz p95 |", "|---|---|---|---|---|---|"]
+    intro = (
+        f"Run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: `make bench-load` ({users} users, {seconds} s, "
+        f"{rows:,} stored measurements of the site), through nginx -> gunicorn (3 x 4 threads) -> PostgreSQL, "
+        "on this 2-core machine shared with other work. Times from every request locust made."
+    )
+    lines = [
+        "# bench-load",
+        "",
+        intro,
+        "",
+        "| request | count | errors | median ms | p95 ms | p95 / healthz p95 |",
+        "|---|---|---|---|---|---|",
+    ]
     base = percentile([t for t, _ in samples["/healthz"]], 95)
     total_errors = 0
     for name in sorted(samples, key=lambda n: (n != "/healthz", n)):
@@ -132,14 +225,20 @@ def report(samples, users, seconds, rows, tests, started):
         errors = sum(1 for _, failed in samples[name] if failed)
         total_errors += errors
         p95 = percentile(times, 95)
-        lines.append(f"| {name} | {len(times)} | {errors} | {percentile(times, 50):.1f} | {p95:.1f} | {p95 / base:.1f}x |")
+        lines.append(
+            f"| {name} | {len(times)} | {errors} | {percentile(times, 50):.1f} | {p95:.1f} | {p95 / base:.1f}x |"
+        )
     site_ratio = percentile([t for t, _ in samples["site page"]], 95) / base
     permalink_ratio = percentile([t for t, _ in samples["permalink"]], 95) / base
     verdict = "met" if total_errors == 0 else "missed"
-    lines += ["", f"Errors: **{total_errors}** of {sum(len(v) for v in samples.values())} requests (target 0: {verdict}).",
-              f"Tests requested during the run: {tests} (status at the end of the run).",
-              f"Site page p95 / healthz p95: **{site_ratio:.1f}x**; permalink p95 / healthz p95: **{permalink_ratio:.1f}x**.",
-              f"Whole run including loading the data: {time.time() - started:.0f} s.", ""]
+    lines += [
+        "",
+        f"Errors: **{total_errors}** of {sum(len(v) for v in samples.values())} requests (target 0: {verdict}).",
+        f"Tests requested during the run: {tests} (status at the end of the run).",
+        f"Site page p95 / healthz p95: **{site_ratio:.1f}x**; permalink p95 / healthz p95: **{permalink_ratio:.1f}x**.",
+        f"Whole run including loading the data: {time.time() - started:.0f} s.",
+        "",
+    ]
     return "\n".join(lines), total_errors
 
 
@@ -159,8 +258,14 @@ def main():
     bench_portal.recreate_database(source_url)
     bench_portal.setup_django(db_url)
     workdir = tempfile.mkdtemp(prefix="bench-load-")
-    env = dict(os.environ, DATABASE_URL=db_url, CACHE_KEY_PREFIX=f"bench-load-{os.getpid()}", VANTAGE_NAME=VANTAGE,
-               PORTAL_VAR_DIR=workdir, PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        DATABASE_URL=db_url,
+        CACHE_KEY_PREFIX=f"bench-load-{os.getpid()}",
+        VANTAGE_NAME=VANTAGE,
+        PORTAL_VAR_DIR=workdir,
+        PYTHONUNBUFFERED="1",
+    )
     stack = Stack(workdir, env)
     try:
         print(f"loading {args.rows:,} measurements into {bench_portal.BENCH_DB} ...", flush=True)

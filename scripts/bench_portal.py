@@ -21,6 +21,7 @@ under `flock /work/bench.lock` on shared machines). It creates its own database
 This script measures and writes the figures as JSON (docs/bench-portal.json);
 scripts/bench_portal_report.py turns them into docs/bench-portal.md (also run at the end).
 """
+
 import argparse
 import datetime as dt
 import json
@@ -50,6 +51,7 @@ USERS = 10
 
 # --- database lifecycle ------------------------------------------------------------------
 
+
 def bench_url(url):
     parts = urlsplit(url)
     if parts.scheme not in {"postgres", "postgresql"}:
@@ -62,8 +64,12 @@ def admin_connect(url):
 
     parts = urlsplit(url)
     return psycopg.connect(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 5432, user=parts.username or "postgres",
-        password=parts.password or None, dbname="postgres", autocommit=True,
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password or None,
+        dbname="postgres",
+        autocommit=True,
     )
 
 
@@ -99,8 +105,14 @@ def setup_django(db_url):
 
 # --- data ----------------------------------------------------------------------------------
 
-RULES = ["paper_cwnd_stable", "paper_cwnd_stable", "paper_cwnd_stable", "ssthresh_set", "bbr_plateau",
-         "paper_small_cwnd"]
+RULES = [
+    "paper_cwnd_stable",
+    "paper_cwnd_stable",
+    "paper_cwnd_stable",
+    "ssthresh_set",
+    "bbr_plateau",
+    "paper_small_cwnd",
+]
 FAILURES = [
     ("connect_refused", "connect to 192.0.2.10 port 5201: Connection refused"),
     ("server_busy", "the iperf3 server is running another test"),
@@ -116,13 +128,28 @@ def fake_row(rng, created_at, mode):
     duration = rng.choice([10, 10, 10, 20, 30])
     streams = rng.choice([1, 1, 1, 2, 4])
     started = created_at + dt.timedelta(seconds=rng.uniform(0.1, 3.0))
-    row = dict(slug=secrets.token_urlsafe(9), mode=mode, duration_s=duration, streams=streams,
-               window_bytes=None, congestion="", created_at=created_at, started_at=started,
-               heartbeat_at=None, status="done", failure_code="", failure_reason="")
+    row = dict(
+        slug=secrets.token_urlsafe(9),
+        mode=mode,
+        duration_s=duration,
+        streams=streams,
+        window_bytes=None,
+        congestion="",
+        created_at=created_at,
+        started_at=started,
+        heartbeat_at=None,
+        status="done",
+        failure_code="",
+        failure_reason="",
+    )
     if rng.random() < 0.05:
         code, reason = rng.choice(FAILURES)
-        row.update(status="failed", failure_code=code, failure_reason=reason,
-                   finished_at=started + dt.timedelta(seconds=rng.uniform(0.01, 5)))
+        row.update(
+            status="failed",
+            failure_code=code,
+            failure_reason=reason,
+            finished_at=started + dt.timedelta(seconds=rng.uniform(0.01, 5)),
+        )
         return row, None
     ss_end = rng.uniform(0.25, 0.9)
     quick_entered = mode != "full" and rng.random() > 0.03
@@ -135,23 +162,51 @@ def fake_row(rng, created_at, mode):
     rule = rng.choice(RULES) if quick_entered else None
     validate = None
     if mode == "validate":
-        validate = {"quick_bps": quick, "slow_start_end_s": ss_end, "rule": rule,
-                    "quick_elapsed_s": ss_end + 1.0, "quick_bytes_sent": int((quick or cumu) * (ss_end + 1) / 8),
-                    "full_bps": full, "error_pct": 100 * ((quick or cumu) - full) / full}
+        validate = {
+            "quick_bps": quick,
+            "slow_start_end_s": ss_end,
+            "rule": rule,
+            "quick_elapsed_s": ss_end + 1.0,
+            "quick_bytes_sent": int((quick or cumu) * (ss_end + 1) / 8),
+            "full_bps": full,
+            "error_pct": 100 * ((quick or cumu) - full) / full,
+        }
     event = {
-        "event": "result", "mode": mode, "quick_mode_entered": quick_entered,
-        "quick_bps": quick, "cumulative_bps": cumu, "full_bps": full,
-        "bytes_sent": sent, "bytes_acked": sent, "server_bytes": sent - rng.randrange(0, 65536),
-        "elapsed_s": round(elapsed, 3), "slow_start_end_s": round(ss_end, 3) if quick_entered else None,
-        "rule": rule, "quick_window_s": 1.0, "retransmits": rng.choice([0, 0, 0, 3, 17]),
-        "rtt_us": rtt, "min_rtt_us": int(rtt * 0.93), "congestion": "cubic", "mss_bytes": 1448,
+        "event": "result",
+        "mode": mode,
+        "quick_mode_entered": quick_entered,
+        "quick_bps": quick,
+        "cumulative_bps": cumu,
+        "full_bps": full,
+        "bytes_sent": sent,
+        "bytes_acked": sent,
+        "server_bytes": sent - rng.randrange(0, 65536),
+        "elapsed_s": round(elapsed, 3),
+        "slow_start_end_s": round(ss_end, 3) if quick_entered else None,
+        "rule": rule,
+        "quick_window_s": 1.0,
+        "retransmits": rng.choice([0, 0, 0, 3, 17]),
+        "rtt_us": rtt,
+        "min_rtt_us": int(rtt * 0.93),
+        "congestion": "cubic",
+        "mss_bytes": 1448,
         "window": {"requested_bytes": None, "given_bytes": 2626560},
-        "full_time_s": duration, "full_bytes_estimate": estimate,
+        "full_time_s": duration,
+        "full_bytes_estimate": estimate,
         "time_saved_pct": round(100 * (1 - elapsed / duration), 1) if mode == "quick" else None,
         "traffic_saved_pct": round(100 * (1 - sent / estimate), 1) if estimate else None,
-        "validate": validate, "interrupted": False,
-        "streams": [{"id": i + 1, "bytes_sent": sent // streams, "bytes_acked": sent // streams,
-                     "server_bytes": sent // streams, "retransmits": 0} for i in range(streams)],
+        "validate": validate,
+        "interrupted": False,
+        "streams": [
+            {
+                "id": i + 1,
+                "bytes_sent": sent // streams,
+                "bytes_acked": sent // streams,
+                "server_bytes": sent // streams,
+                "retransmits": 0,
+            }
+            for i in range(streams)
+        ],
     }
     row["finished_at"] = started + dt.timedelta(seconds=elapsed + 0.2)
     return row, event
@@ -170,7 +225,7 @@ def copy_measurements(site, vantage, user, count, seed, end):
     year = 365 * 86400
     t0 = time.perf_counter()
     with connection.cursor() as cursor:
-        sql = f'COPY {Measurement._meta.db_table} ({", ".join(columns)}) FROM STDIN'
+        sql = f"COPY {Measurement._meta.db_table} ({', '.join(columns)}) FROM STDIN"
         with cursor.cursor.copy(sql) as copy:
             for i in range(count):
                 # Evenly spaced with jitter: a sweep every ~5 min over a year at 100,000 rows.
@@ -181,8 +236,9 @@ def copy_measurements(site, vantage, user, count, seed, end):
                 if event is not None:
                     row.update(result_fields(event))
                     row["result"] = json.dumps(event)
-                row.update(site_id=site.pk, vantage_id=vantage.pk,
-                           requested_by_id=user.pk if rng.random() < 0.2 else None)
+                row.update(
+                    site_id=site.pk, vantage_id=vantage.pk, requested_by_id=user.pk if rng.random() < 0.2 else None
+                )
                 copy.write_row([row[c] if c in row else fields[c].get_default() for c in columns])
     return time.perf_counter() - t0
 
@@ -209,9 +265,16 @@ def trace_dict(seconds=20.0, sample_ms=20, streams=4, seed=7):
             ssthresh.append(s)
             acked.append(total)
             retr.append(0 if ti < 0.6 else int(ti // 2))
-        per.append({"id": [1, 3, 4, 5][sid], "cwnd_bytes": cwnd, "ssthresh_bytes": ssthresh,
-                    "rtt_us": [30_000 + rng.randrange(0, 3000) for _ in t], "bytes_acked": acked,
-                    "total_retrans": retr})
+        per.append(
+            {
+                "id": [1, 3, 4, 5][sid],
+                "cwnd_bytes": cwnd,
+                "ssthresh_bytes": ssthresh,
+                "rtt_us": [30_000 + rng.randrange(0, 3000) for _ in t],
+                "bytes_acked": acked,
+                "total_retrans": retr,
+            }
+        )
     inst, cumu, cwnd_sum = [], [], []
     window = int(500 / sample_ms)
     for i, ti in enumerate(t):
@@ -222,8 +285,14 @@ def trace_dict(seconds=20.0, sample_ms=20, streams=4, seed=7):
         inst.append(8 * (acked_now - acked_then) / span)
         cumu.append(8 * acked_now / ti)
         cwnd_sum.append(sum(s["cwnd_bytes"][i] for s in per))
-    return {"t": t, "inst_bps": inst, "cumu_bps": cumu, "cwnd_bytes": cwnd_sum, "streams": per,
-            "slow_start_end_s": 0.62}
+    return {
+        "t": t,
+        "inst_bps": inst,
+        "cumu_bps": cumu,
+        "cwnd_bytes": cwnd_sum,
+        "streams": per,
+        "slow_start_end_s": 0.62,
+    }
 
 
 def populate(rows, seed):
@@ -237,10 +306,10 @@ def populate(rows, seed):
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench", password="bench-only-pw")
-    vantage = Vantage.objects.create(name=VANTAGE, congestion_controls=["reno", "cubic", "bbr"],
-                                     kernel=platform.release(), last_seen=timezone.now())
-    site = Site.objects.create(name="Bench site", slug=SITE_SLUG, host="127.0.0.1", port=5201,
-                               location="Loopback")
+    vantage = Vantage.objects.create(
+        name=VANTAGE, congestion_controls=["reno", "cubic", "bbr"], kernel=platform.release(), last_seen=timezone.now()
+    )
+    site = Site.objects.create(name="Bench site", slug=SITE_SLUG, host="127.0.0.1", port=5201, location="Loopback")
     # Two quieter neighbours, so site-scoped queries have something to filter out.
     for n in (1, 2):
         other = Site.objects.create(name=f"Neighbour {n}", slug=f"neighbour-{n}", host="127.0.0.1")
@@ -263,14 +332,31 @@ def populate(rows, seed):
 
 # --- serving and reading pages -------------------------------------------------------------
 
+
 def start_gunicorn(db_url, log_path):
     """The portal as `make run` serves it; returns (process, base URL) once it listens."""
     port = ports.free_port()
     env = dict(os.environ, DATABASE_URL=db_url)
     log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{port}",
-                             "--workers", "2", "--threads", "4"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "portal.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     ports.wait_listening(port, 60, "gunicorn", proc, Path(log_path))
     return proc, f"http://127.0.0.1:{port}"
 
@@ -302,8 +388,9 @@ def store_new_result(site, vantage, user, seed):
     row, event = fake_row(rng, dt.datetime.now(dt.timezone.utc), "quick")
     while event is None or not event["quick_mode_entered"]:
         row, event = fake_row(rng, dt.datetime.now(dt.timezone.utc), "quick")
-    m = Measurement.objects.create(site=site, vantage=vantage, requested_by=user, mode="quick", duration_s=20,
-                                   streams=4)
+    m = Measurement.objects.create(
+        site=site, vantage=vantage, requested_by=user, mode="quick", duration_s=20, streams=4
+    )
     assert runner.claim(m.pk)
     assert runner.store_result(m.pk, event, trace_dict(seed=seed))
     return m.slug
@@ -315,9 +402,11 @@ def page_targets(site, permalink, cookie):
     the new result's page, which must say it is done."""
     listed = {"expect": "/m/{slug}/"}
     done = {"path": "/m/{slug}/", "expect": '<code>{slug}</code> · <span class="badge done" id="status">done</span>'}
-    pages = [("site page", f"/sites/{site.slug}/", listed),
-             ("path page", f"/sites/{site.slug}/?vantage={VANTAGE}", listed),
-             ("permalink 20 s x 4", permalink.get_absolute_url(), done)]
+    pages = [
+        ("site page", f"/sites/{site.slug}/", listed),
+        ("path page", f"/sites/{site.slug}/?vantage={VANTAGE}", listed),
+        ("permalink 20 s x 4", permalink.get_absolute_url(), done),
+    ]
     targets = [{"name": "healthz", "path": "/healthz"}]
     for name, path, after in pages:
         targets.append({"name": f"{name}, anonymous", "path": path, "after_marker": after})
@@ -337,8 +426,14 @@ def measure_pages(args, db_url, site, permalink):
     with tempfile.TemporaryDirectory() as tmp:
         proc, base_url = start_gunicorn(db_url, Path(tmp) / "gunicorn.log")
         marker = Path(tmp) / "marker.json"
-        spec = {"base_url": base_url, "users": USERS, "seconds": args.seconds, "warmup_s": args.warmup,
-                "targets": targets, "marker_file": str(marker)}
+        spec = {
+            "base_url": base_url,
+            "users": USERS,
+            "seconds": args.seconds,
+            "warmup_s": args.warmup,
+            "targets": targets,
+            "marker_file": str(marker),
+        }
         try:
             (Path(tmp) / "spec.json").write_text(json.dumps(spec))
             load = httpload.start(Path(tmp) / "spec.json")
@@ -355,6 +450,7 @@ def measure_pages(args, db_url, site, permalink):
 
 
 # --- CSV memory (runs in a fresh process) ------------------------------------------------------
+
 
 def csv_child(url, buffered=False):
     """Stream the CSV through the view in this fresh process; print peak RSS as JSON.
@@ -388,8 +484,19 @@ def csv_child(url, buffered=False):
     response.close()
     elapsed = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"lines": lines, "bytes": size, "seconds": elapsed, "base_mb": base_kb / 1024,
-                      "peak_mb": peak_kb / 1024, "header": header, "first_row": first_row}))
+    print(
+        json.dumps(
+            {
+                "lines": lines,
+                "bytes": size,
+                "seconds": elapsed,
+                "base_mb": base_kb / 1024,
+                "peak_mb": peak_kb / 1024,
+                "header": header,
+                "first_row": first_row,
+            }
+        )
+    )
 
 
 def run_csv_child(db_url, url, buffered=False):
@@ -401,13 +508,18 @@ def run_csv_child(db_url, url, buffered=False):
 
 # --- the run --------------------------------------------------------------------------------
 
+
 def find_data():
     """The site and its 20 s x 4-stream permalink in a database a previous run kept."""
     from portal.measure.models import Measurement, Site
 
     site = Site.objects.get(slug=SITE_SLUG)
-    permalink = (Measurement.objects.filter(site=site, streams=4, duration_s=20, trace__isnull=False)
-                 .select_related("vantage", "requested_by").order_by("created_at").first())
+    permalink = (
+        Measurement.objects.filter(site=site, streams=4, duration_s=20, trace__isnull=False)
+        .select_related("vantage", "requested_by")
+        .order_by("created_at")
+        .first()
+    )
     return site, permalink
 
 
@@ -417,9 +529,17 @@ def run(args, db_url):
     from portal.measure.models import Measurement
 
     started = time.time()
-    figures = {"when": f"{timezone.now():%Y-%m-%d %H:%M} UTC", "host": platform.node(), "cores": os.cpu_count(),
-               "python": platform.python_version(), "database": db_url.rsplit("/", 1)[1],
-               "argv": " ".join(sys.argv[1:]), "rows": args.rows, "users": USERS, "seconds": args.seconds}
+    figures = {
+        "when": f"{timezone.now():%Y-%m-%d %H:%M} UTC",
+        "host": platform.node(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "database": db_url.rsplit("/", 1)[1],
+        "argv": " ".join(sys.argv[1:]),
+        "rows": args.rows,
+        "users": USERS,
+        "seconds": args.seconds,
+    }
     if args.db:
         from django.core.management import call_command
 
@@ -446,8 +566,9 @@ def measure_csv(args, db_url, site, permalink):
         print(f"growing the site to {args.csv_rows:,} measurements ...", flush=True)
         end = Measurement.objects.filter(site=site).order_by("created_at").first().created_at
         # Older rows, so the year's history shown above stays what it was.
-        copy_measurements(site, permalink.vantage, permalink.requested_by, extra, args.seed + 99,
-                          end - dt.timedelta(seconds=1))
+        copy_measurements(
+            site, permalink.vantage, permalink.requested_by, extra, args.seed + 99, end - dt.timedelta(seconds=1)
+        )
     rows = Measurement.objects.filter(site=site).count()
     print(f"streaming the CSV of {rows:,} rows in a fresh process ...", flush=True)
     url = f"/sites/{site.slug}/measurements.csv"
@@ -469,8 +590,11 @@ def main():
     parser.add_argument("--db", help="reuse this database (kept by an earlier --keep-db run) instead of loading")
     parser.add_argument("--keep-db", action="store_true", help="leave the database behind")
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench-portal.md"))
-    parser.add_argument("--calibrate", action="store_true",
-                        help="also read the CSV keeping every chunk (a buffered response) to show the peak moves")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="also read the CSV keeping every chunk (a buffered response) to show the peak moves",
+    )
     parser.add_argument("--csv-child", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--buffered", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -2,6 +2,7 @@
 """The bench-portal report: turns the figures scripts/bench_portal.py measured (JSON) into
 docs/bench-portal.md. Run alone to rewrite the report from saved figures:
 `scripts/bench_portal_report.py docs/bench-portal.json > docs/bench-portal.md`."""
+
 import json
 import statistics
 import sys
@@ -71,8 +72,10 @@ def render(f):
     ]
     for name, n, p50, p95, r50, r95, target, verdict, checked, stale_n, errors in rows:
         goal = f"{target:.0f}x" if target else ""
-        lines.append(f"| {name} | {n} | {p50:.2f} | {p95:.2f} | {r50:.1f}x | {r95:.1f}x | {goal} | "
-                     f"{checked if target else ''} | {stale_n if target else ''} | {errors} | {verdict} |")
+        lines.append(
+            f"| {name} | {n} | {p50:.2f} | {p95:.2f} | {r50:.1f}x | {r95:.1f}x | {goal} | "
+            f"{checked if target else ''} | {stale_n if target else ''} | {errors} | {verdict} |"
+        )
     lines += ["", f"Stale reads in the run: **{stale}** (target 0)."]
     if pages.get("single"):
         lines += [
@@ -106,8 +109,10 @@ def render(f):
         ]
         if csv.get("buffered"):
             b = csv["buffered"]
-            lines.append(f"| calibration: every chunk kept | {b['lines']:,} | {b['bytes'] / 1e6:.1f} | "
-                         f"{b['seconds']:.1f} | {b['base_mb']:.1f} | {b['peak_mb']:.1f} | (shows memory is seen) |")
+            lines.append(
+                f"| calibration: every chunk kept | {b['lines']:,} | {b['bytes'] / 1e6:.1f} | "
+                f"{b['seconds']:.1f} | {b['base_mb']:.1f} | {b['peak_mb']:.1f} | (shows memory is seen) |"
+            )
         lines += ["", f"Lines {'match' if csv['lines'] == csv['rows'] + 1 else 'DO NOT match'} rows + header."]
     return "\n".join(lines) + "\n"
 

@@ -20,6 +20,7 @@ Run as `make bench-sweep` (DATABASE_URL: the PostgreSQL server; REDIS_URL: the b
 
 A table goes to stdout and to docs/bench-sweep.md.
 """
+
 import argparse
 import os
 import platform
@@ -67,9 +68,14 @@ def drop_database(url):
 
 
 def setup_django(db_url):
-    os.environ.update(DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="portal.settings", DEBUG="0",
-                      CACHE_KEY_PREFIX=f"portal-bsweep-{os.getpid()}", ALLOW_PRIVATE_SITE_HOSTS="1",
-                      VANTAGE_NAME=VANTAGE)
+    os.environ.update(
+        DATABASE_URL=db_url,
+        DJANGO_SETTINGS_MODULE="portal.settings",
+        DEBUG="0",
+        CACHE_KEY_PREFIX=f"portal-bsweep-{os.getpid()}",
+        ALLOW_PRIVATE_SITE_HOSTS="1",
+        VANTAGE_NAME=VANTAGE,
+    )
     import django
 
     django.setup()
@@ -81,8 +87,14 @@ def start_iperf_pool(count):
     procs, ports = [], []
     for _ in range(count):
         port = servers.free_port()
-        procs.append(subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         ports.append(port)
     for port in ports:
         servers.wait_until(lambda p=port: servers.listening(p), 10, f"iperf3 -s on {port}")
@@ -97,14 +109,32 @@ def populate(sites, ports):
     from portal.sweeps.forms import SweepForm
 
     call_command("migrate", verbosity=0)
-    Site.objects.bulk_create([Site(name=f"Bench site {i:04d}", slug=f"bench-{i:04d}", host="127.0.0.1",
-                                   port=ports[i % len(ports)]) for i in range(sites)])
+    Site.objects.bulk_create(
+        [
+            Site(name=f"Bench site {i:04d}", slug=f"bench-{i:04d}", host="127.0.0.1", port=ports[i % len(ports)])
+            for i in range(sites)
+        ]
+    )
     Vantage.objects.create(name=VANTAGE, congestion_controls=["reno", "cubic", "bbr"], last_seen=timezone.now())
     forms = {}
-    for name, chosen in (("all", None), ("hundred", list(Site.objects.order_by("slug").values_list("pk", flat=True)[:100]))):
-        form = SweepForm(data={"name": f"bench-{name}", "enabled": True, "all_sites": chosen is None, "sites": chosen or [],
-                               "all_vantages": True, "modes_text": "quick", "windows_text": "default",
-                               "streams_text": "1", "congestion_text": "default", "duration_s": 5})
+    for name, chosen in (
+        ("all", None),
+        ("hundred", list(Site.objects.order_by("slug").values_list("pk", flat=True)[:100])),
+    ):
+        form = SweepForm(
+            data={
+                "name": f"bench-{name}",
+                "enabled": True,
+                "all_sites": chosen is None,
+                "sites": chosen or [],
+                "all_vantages": True,
+                "modes_text": "quick",
+                "windows_text": "default",
+                "streams_text": "1",
+                "congestion_text": "default",
+                "duration_s": 5,
+            }
+        )
         assert form.is_valid(), form.errors
         forms[name] = form.save()
     return forms["all"], forms["hundred"]
@@ -116,8 +146,9 @@ def clear_pending(redis_client):
 
     from portal.measure.models import Measurement, Vantage
 
-    Measurement.objects.filter(status="queued").update(status="failed", failure_code="cancelled",
-                                                       failure_reason="bench-sweep round over")
+    Measurement.objects.filter(status="queued").update(
+        status="failed", failure_code="cancelled", failure_reason="bench-sweep round over"
+    )
     Vantage.objects.update(last_seen=timezone.now())
     redis_client.delete(f"vantage.{VANTAGE}", NOOP_QUEUE)
 
@@ -149,11 +180,35 @@ def start_worker(db_url):
     log.parent.mkdir(exist_ok=True)
     env = dict(os.environ, DATABASE_URL=db_url, PYTHONUNBUFFERED="1")
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", f"vantage.{VANTAGE}",
-                                 "--concurrency", "2", "-P", "prefork", "--without-gossip", "--without-mingle",
-                                 "--without-heartbeat", "-l", "WARNING", "-n", f"{VANTAGE}@%h"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "-Q",
+                f"vantage.{VANTAGE}",
+                "--concurrency",
+                "2",
+                "-P",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "WARNING",
+                "-n",
+                f"{VANTAGE}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     return proc, log
 
 
@@ -178,12 +233,14 @@ def execute_sample(sweep, sample, redis_client, db_url, timeout):
     on_broker = redis_client.llen(f"vantage.{VANTAGE}")
     keep = set(cells[:: max(1, len(cells) // sample)][:sample])
     Measurement.objects.filter(pk__in=set(cells) - keep).update(
-        status="failed", failure_code="cancelled", failure_reason="bench-sweep: not in the executed sample")
+        status="failed", failure_code="cancelled", failure_reason="bench-sweep: not in the executed sample"
+    )
     proc, log = start_worker(db_url)
     try:
         totals = wait_final(run, timeout)
-        servers.wait_until(lambda: redis_client.llen(f"vantage.{VANTAGE}") == 0, 60, "the worker to drain its queue",
-                           proc, log)
+        servers.wait_until(
+            lambda: redis_client.llen(f"vantage.{VANTAGE}") == 0, 60, "the worker to drain its queue", proc, log
+        )
         left = redis_client.llen(f"vantage.{VANTAGE}")
         latencies = request_latencies(sweep, 15)
     finally:
@@ -264,14 +321,26 @@ def run(args, db_url, ports):
     _, _, hundred_queries = fire_timed(hundred)
     clear_pending(client)
     print(f"executing a sample of {args.sample} cells with a real worker ...", flush=True)
-    _, planned, on_broker, sample, totals, left, latencies = execute_sample(sweep, args.sample, client, db_url,
-                                                                           args.timeout)
-    return report(args, fire_s, noop_s, queries, hundred_queries, planned, on_broker, sample, totals, left,
-                  latencies, time.time() - started)
+    _, planned, on_broker, sample, totals, left, latencies = execute_sample(
+        sweep, args.sample, client, db_url, args.timeout
+    )
+    return report(
+        args,
+        fire_s,
+        noop_s,
+        queries,
+        hundred_queries,
+        planned,
+        on_broker,
+        sample,
+        totals,
+        left,
+        latencies,
+        time.time() - started,
+    )
 
 
-def report(args, fire_s, noop_s, queries, hundred_queries, planned, on_broker, sample, totals, left, latencies,
-           wall_s):
+def report(args, fire_s, noop_s, queries, hundred_queries, planned, on_broker, sample, totals, left, latencies, wall_s):
     fire_med, noop_med = statistics.median(fire_s), statistics.median(noop_s)
     ratio = fire_med / noop_med
     lat_med = 1000 * statistics.median(latencies) if latencies else float("nan")

@@ -22,6 +22,7 @@ spec:
 result: {"targets": {name: {"ms": [...], "errors": n, "checked": n, "stale": n,
          "first_error": str}}, "seconds": measured, "users": n}
 """
+
 import json
 import os
 import subprocess
@@ -31,8 +32,12 @@ import time
 
 def start(spec_path):
     """Starts the load described by the JSON file spec_path in a child process."""
-    return subprocess.Popen([sys.executable, os.path.abspath(__file__), str(spec_path)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), str(spec_path)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def finish(proc, timeout_s):
@@ -79,8 +84,7 @@ def _load(spec):
         def on_start(self):
             self.offset = id(self) % len(targets)  # clients do not move in lockstep
             # A second keep-alive session for the logged-in reads: its cookies stay its own.
-            self.authed = FastHttpSession(base_url=self.host, request_event=self.environment.events.request,
-                                          user=self)
+            self.authed = FastHttpSession(base_url=self.host, request_event=self.environment.events.request, user=self)
 
         @task
         def read_all(self):

@@ -2,6 +2,7 @@
 BENCH_LOAD_SAMPLES): anonymous and token readers of the pages, permalinks, CSV and API, each
 asking for at most one test (well within the per-user quotas). Every response time is kept
 (locust's own percentiles are rounded) and written out when locust quits."""
+
 import itertools
 import json
 import os
@@ -60,8 +61,10 @@ class Reader(HttpUser):
 
     @task(2)
     def site_csv(self):
-        self._get(f"/sites/{CONF['site']}/measurements.csv?since={CONF['csv_since']}&until={CONF['csv_until']}",
-                  "site CSV (one week)")
+        self._get(
+            f"/sites/{CONF['site']}/measurements.csv?since={CONF['csv_since']}&until={CONF['csv_until']}",
+            "site CSV (one week)",
+        )
 
     @task(5)
     def api_measurement(self):
@@ -77,7 +80,8 @@ class Reader(HttpUser):
             return
         self.posted = True
         body = {"site": random.choice(CONF["test_sites"]), "vantage": CONF["vantage"], "mode": "quick", "duration_s": 2}
-        with self.client.post("/api/v1/measurements", json=body, headers=self.auth, name="API request test",
-                              catch_response=True) as response:
+        with self.client.post(
+            "/api/v1/measurements", json=body, headers=self.auth, name="API request test", catch_response=True
+        ) as response:
             if response.status_code != 201:
                 response.failure(f"HTTP {response.status_code}: {response.text[:200]}")

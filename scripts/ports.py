@@ -5,6 +5,7 @@ the benchmarks, the prober, e2e and lab tests. Plain standard library, importabl
 Listening sockets are read from /proc/net/tcp{,6} rather than probed with connect(): a probing
 connection counts as a client to iperf3 (3.12 blocks on its cookie) and makes it log errors.
 """
+
 import socket
 import time
 

@@ -9,6 +9,7 @@ as its own process as in docker-compose.yml, and gunicorn on http://127.0.0.1:$P
 minute), as compose's restart policy does. Ctrl-C stops everything it started. Without DATABASE_URL / REDIS_URL it needs no server:
 SQLite and a file-system broker under var/.
 """
+
 import ctypes
 import os
 import signal
@@ -44,8 +45,9 @@ class Processes:
     def start(self, name, cmd, restart=False, **kwargs):
         say(f"starting {name}: {' '.join(cmd)}")
         # Own session: Ctrl-C reaches only this script, which then stops each child in order.
-        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_die_with_us, **kwargs)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_us, **kwargs
+        )
         self.procs = [(n, p) for n, p in self.procs if n != name] + [(name, proc)]
         if restart:
             self.specs[name] = (cmd, kwargs)
@@ -156,8 +158,9 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        procs.start("iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)],
-                    stdout=subprocess.DEVNULL)
+        procs.start(
+            "iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)], stdout=subprocess.DEVNULL
+        )
         site, vantage, password, token, admin_password = prepare(iperf_port)
         py = sys.executable
         from portal.measure.vocab import SHARED_QUEUE
@@ -166,16 +169,64 @@ def main():
         # As docker-compose.yml runs them: beat never inside a worker (-B), so a killed worker
         # leaves no orphaned scheduler, and the reaper runs on a worker of its own, so a lost
         # vantage worker is found with no new request arriving.
-        procs.start("celery worker", [*celery, "worker", "-Q", vantage.queue_name, "--concurrency", "2",
-                                      "--without-gossip", "--without-mingle", "-l", "INFO",
-                                      "-n", f"{vantage.name}@%h"], restart=True)
-        procs.start("housekeeping worker", [*celery, "worker", "-Q", SHARED_QUEUE, "--concurrency", "1",
-                                            "--without-gossip", "--without-mingle", "-l", "INFO",
-                                            "-n", "housekeeping@%h"], restart=True)
-        procs.start("celery beat", [*celery, "beat", "-S", "django_celery_beat.schedulers:DatabaseScheduler",
-                                    "-l", "INFO"], restart=True)
-        procs.start("web server", [py, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{web_port}",
-                                   "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+        procs.start(
+            "celery worker",
+            [
+                *celery,
+                "worker",
+                "-Q",
+                vantage.queue_name,
+                "--concurrency",
+                "2",
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "INFO",
+                "-n",
+                f"{vantage.name}@%h",
+            ],
+            restart=True,
+        )
+        procs.start(
+            "housekeeping worker",
+            [
+                *celery,
+                "worker",
+                "-Q",
+                SHARED_QUEUE,
+                "--concurrency",
+                "1",
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "INFO",
+                "-n",
+                "housekeeping@%h",
+            ],
+            restart=True,
+        )
+        procs.start(
+            "celery beat",
+            [*celery, "beat", "-S", "django_celery_beat.schedulers:DatabaseScheduler", "-l", "INFO"],
+            restart=True,
+        )
+        procs.start(
+            "web server",
+            [
+                py,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "-b",
+                f"127.0.0.1:{web_port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--access-logfile",
+                "-",
+            ],
+        )
         deadline = time.monotonic() + 30
         while not listening(web_port) and time.monotonic() < deadline and not procs.exited() and not stopping:
             time.sleep(0.1)
@@ -183,12 +234,18 @@ def main():
         say("")
         say(f"portal:   http://127.0.0.1:{web_port}/")
         say(f"login:    demo / {password}   (a new password each start; set DEMO_PASSWORD to fix it)")
-        say(f"admin:    admin / {admin_password}   at http://127.0.0.1:{web_port}/admin/ (sites, vantages, sweeps; "
-            "ADMIN_PASSWORD to fix it)")
+        say(
+            f"admin:    admin / {admin_password}   at http://127.0.0.1:{web_port}/admin/ (sites, vantages, sweeps; "
+            "ADMIN_PASSWORD to fix it)"
+        )
         say(f"API:      export TOKEN={token}")
-        say(f"          curl -H \"Authorization: Bearer $TOKEN\" -d site={site.slug} http://127.0.0.1:{web_port}/api/v1/measurements")
+        say(
+            f'          curl -H "Authorization: Bearer $TOKEN" -d site={site.slug} http://127.0.0.1:{web_port}/api/v1/measurements'
+        )
         say(f"site:     {site.slug} -> iperf3 -s on 127.0.0.1:{iperf_port}; vantage {vantage.name}")
-        say(f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db['NAME']}; broker: {settings.CELERY_BROKER_URL.split('@')[-1]}")
+        say(
+            f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db['NAME']}; broker: {settings.CELERY_BROKER_URL.split('@')[-1]}"
+        )
         say("Ctrl-C stops everything.")
         while not stopping:
             for name, status in procs.exited():

@@ -1,5 +1,6 @@
 """Real processes for the runner and e2e tests: iperf servers on free loopback ports, and
 helpers that make sure whatever a test starts is gone when it ends."""
+
 import contextlib
 import os
 import signal
@@ -32,11 +33,15 @@ def iperf_server(protocol="iperf3"):
         port = free_port()
         ARTIFACTS.mkdir(exist_ok=True)
         log = ARTIFACTS / f"{protocol}-{port}.log"
-        cmd = ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)] if protocol == "iperf3" else \
-            ["iperf", "-s", "-B", "127.0.0.1", "-p", str(port)]
+        cmd = (
+            ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)]
+            if protocol == "iperf3"
+            else ["iperf", "-s", "-B", "127.0.0.1", "-p", str(port)]
+        )
         with open(log, "w") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         try:
             wait_until(lambda: listening(port), 10, f"{protocol} -s on port {port}", proc, log)
         except AssertionError:

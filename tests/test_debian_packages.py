@@ -1,5 +1,6 @@
 """make run / make test check their Debian packages (.ci/debian-packages, the one list, also
 used by .ci/run) and either install the missing ones as root or stop with the one line to run."""
+
 import shutil
 import subprocess
 import tempfile

@@ -1,6 +1,7 @@
 """Every command the README shows works as written: the commands are read from its code
 blocks; each `make` target exists and its recipe expands (make -n), every script a command
 line starts with is executable, and the cheap ones run for real."""
+
 import os
 import re
 import shlex
@@ -35,8 +36,9 @@ def test_readme_commands_found():
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("make ")])
 def test_readme_make_target_exists(command):
     # -n prints the recipes without running them: an unknown target or a broken recipe fails.
-    out = subprocess.run(["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        ["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -51,8 +53,9 @@ def test_readme_script_is_executable(command):
 def test_readme_labctl_paths_runs_as_written():
     import json
 
-    out = subprocess.run(shlex.split("prober/lab/labctl.py paths"), cwd=ROOT, capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(
+        shlex.split("prober/lab/labctl.py paths"), cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0, out.stderr
     names = json.loads((ROOT / "prober" / "lab" / "paths.json").read_text())["paths"]
     assert names and all(name in out.stdout for name in names)

@@ -3,6 +3,7 @@ worker, read its JSON Lines and stderr until it ends, a deadline passes or the c
 stop, and stop it. Plain Python, no Django: what the output means is the portal's business
 (portal/measure/runner.py), the contract is prober/EVENTS.md.
 """
+
 import ctypes
 import os
 import selectors
@@ -32,8 +33,13 @@ def _die_with_parent(parent_pid):
 def start(cmd):
     """Starts the prober in a process group of its own. Raises OSError if it cannot."""
     return subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), close_fds=True,
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_die_with_parent(os.getpid()),
+        close_fds=True,
     )
 
 

@@ -5,8 +5,18 @@ from .models import Alert, AlertRule, Delivery
 
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
-    list_display = ("name", "enabled", "site", "vantage", "mode", "baseline_results", "consecutive", "threshold_pct",
-                    "email_to", "webhook_url")
+    list_display = (
+        "name",
+        "enabled",
+        "site",
+        "vantage",
+        "mode",
+        "baseline_results",
+        "consecutive",
+        "threshold_pct",
+        "email_to",
+        "webhook_url",
+    )
     list_filter = ("enabled", "mode")
     search_fields = ("name",)
     fieldsets = [
@@ -34,8 +44,21 @@ class AlertAdmin(admin.ModelAdmin):
     list_select_related = ("rule", "site", "vantage")
     inlines = [DeliveryInline]
     # Alerts are facts the rules established from stored results; only the rules are edited.
-    readonly_fields = ("rule", "site", "vantage", "series", "mode", "baseline_bps", "threshold_bps", "opened_at",
-                       "opened_by", "opened_bps", "closed_at", "closed_by", "closed_bps")
+    readonly_fields = (
+        "rule",
+        "site",
+        "vantage",
+        "series",
+        "mode",
+        "baseline_bps",
+        "threshold_bps",
+        "opened_at",
+        "opened_by",
+        "opened_bps",
+        "closed_at",
+        "closed_by",
+        "closed_bps",
+    )
 
     def has_add_permission(self, request):
         return False

@@ -1,5 +1,6 @@
 """What an alert notice says, and sending it by e-mail or webhook (one attempt per call; the
 Celery task in tasks.py retries)."""
+
 import json
 import urllib.error
 import urllib.request
@@ -41,8 +42,10 @@ def payload(delivery):
         "baseline_bps": alert.baseline_bps,
         "threshold_pct": alert.rule.threshold_pct,
         "threshold_bps": alert.threshold_bps,
-        "results": [dict(point, permalink=_absolute(reverse("measure:measurement", kwargs={"slug": point["slug"]})))
-                    for point in points],
+        "results": [
+            dict(point, permalink=_absolute(reverse("measure:measurement", kwargs={"slug": point["slug"]})))
+            for point in points
+        ],
         "opened_at": alert.opened_at.isoformat(),
         "closed_at": alert.closed_at.isoformat() if alert.closed_at else None,
         "path_url": path_url(alert),
@@ -55,14 +58,20 @@ def email_text(delivery):
     body = payload(delivery)
     rates = ", ".join(format_bps(point["bps"]) for point in body["results"])
     if delivery.kind == "opened":
-        subject = f"[quickprobe] {alert.vantage.name} -> {alert.site.name}: throughput below {alert.rule.threshold_pct:g} %"
-        lead = (f"The last {len(body['results'])} {alert.mode} results ({alert.series}) were below "
-                f"{format_bps(alert.threshold_bps)}, {alert.rule.threshold_pct:g} % of the path's baseline "
-                f"{format_bps(alert.baseline_bps)}: {rates}.")
+        subject = (
+            f"[quickprobe] {alert.vantage.name} -> {alert.site.name}: throughput below {alert.rule.threshold_pct:g} %"
+        )
+        lead = (
+            f"The last {len(body['results'])} {alert.mode} results ({alert.series}) were below "
+            f"{format_bps(alert.threshold_bps)}, {alert.rule.threshold_pct:g} % of the path's baseline "
+            f"{format_bps(alert.baseline_bps)}: {rates}."
+        )
     else:
         subject = f"[quickprobe] recovered: {alert.vantage.name} -> {alert.site.name}"
-        lead = (f"The last {len(body['results'])} {alert.mode} results ({alert.series}) are back at or above "
-                f"{format_bps(alert.threshold_bps)}: {rates}. The alert opened at {body['opened_at']}.")
+        lead = (
+            f"The last {len(body['results'])} {alert.mode} results ({alert.series}) are back at or above "
+            f"{format_bps(alert.threshold_bps)}: {rates}. The alert opened at {body['opened_at']}."
+        )
     text = f"{lead}\n\nRule: {alert.rule.name}\nPath: {body['path_url']}\nAlerts: {body['alerts_url']}\n"
     return subject, text
 
@@ -77,8 +86,12 @@ def send_once(delivery):
             raise DeliveryError(f"e-mail to {delivery.target}: {exc}") from exc
         return
     body = json.dumps(payload(delivery)).encode()
-    request = urllib.request.Request(delivery.target, data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "quickprobe-alerts"})
+    request = urllib.request.Request(
+        delivery.target,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "quickprobe-alerts"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=settings.ALERT_WEBHOOK_TIMEOUT_S) as response:
             status = response.status
@@ -92,8 +105,11 @@ def send_once(delivery):
 
 def attempt(delivery_id):
     """Claims and tries a pending delivery. Returns "sent", "retry" or "gone"."""
-    delivery = Delivery.objects.select_related("alert__rule", "alert__site", "alert__vantage").filter(
-        pk=delivery_id, status="pending").first()
+    delivery = (
+        Delivery.objects.select_related("alert__rule", "alert__site", "alert__vantage")
+        .filter(pk=delivery_id, status="pending")
+        .first()
+    )
     if delivery is None:
         return "gone"
     Delivery.objects.filter(pk=delivery_id).update(attempts=delivery.attempts + 1)
@@ -102,8 +118,9 @@ def attempt(delivery_id):
     except DeliveryError as exc:
         Delivery.objects.filter(pk=delivery_id).update(last_error=str(exc)[:2000])
         return "retry"
-    Delivery.objects.filter(pk=delivery_id, status="pending").update(status="sent", sent_at=timezone.now(),
-                                                                       last_error="")
+    Delivery.objects.filter(pk=delivery_id, status="pending").update(
+        status="sent", sent_at=timezone.now(), last_error=""
+    )
     return "sent"
 
 

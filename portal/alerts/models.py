@@ -5,6 +5,7 @@ K results with the path's baseline, the median of the N results before them (wit
 `baseline_days`); K in a row below `threshold_pct` % of the baseline opens an alert, K in a
 row back at or above the alert's threshold closes it with a recovery notice.
 """
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, validate_email
 from django.db import models
@@ -34,32 +35,52 @@ def validate_email_list(text):
 class AlertRule(models.Model):
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
-    site = models.ForeignKey(Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
-                             help_text="Empty: every site.")
-    vantage = models.ForeignKey(Vantage, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
-                                help_text="Empty: every vantage.")
-    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.QUICK,
-                            help_text="Only results of this mode are compared (quick estimates and 20 s runs "
-                                      "differ by design).")
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+", help_text="Empty: every site."
+    )
+    vantage = models.ForeignKey(
+        Vantage, null=True, blank=True, on_delete=models.CASCADE, related_name="+", help_text="Empty: every vantage."
+    )
+    mode = models.CharField(
+        max_length=8,
+        choices=Mode.choices,
+        default=Mode.QUICK,
+        help_text="Only results of this mode are compared (quick estimates and 20 s runs differ by design).",
+    )
     same_settings = models.BooleanField(
-        default=True, help_text="Compare a result only with earlier results of the same streams, window and "
-                                "congestion control (a sweep mixes settings whose rates differ by design).")
+        default=True,
+        help_text="Compare a result only with earlier results of the same streams, window and "
+        "congestion control (a sweep mixes settings whose rates differ by design).",
+    )
     baseline_results = models.PositiveSmallIntegerField(
-        "baseline: last N results", default=10, validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        "baseline: last N results",
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
         help_text="The baseline is the median of the N results before the ones being judged; no alert until "
-                  "N exist within the window.")
+        "N exist within the window.",
+    )
     baseline_days = models.PositiveSmallIntegerField(
-        "baseline window (days)", default=14, validators=[MinValueValidator(1), MaxValueValidator(365)])
+        "baseline window (days)", default=14, validators=[MinValueValidator(1), MaxValueValidator(365)]
+    )
     consecutive = models.PositiveSmallIntegerField(
-        "K results in a row", default=3, validators=[MinValueValidator(1), MaxValueValidator(50)],
+        "K results in a row",
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(50)],
         help_text="An alert opens after K results in a row below the threshold, and closes after K in a row "
-                  "back at or above it: one bad (or good) result alone changes nothing.")
+        "back at or above it: one bad (or good) result alone changes nothing.",
+    )
     threshold_pct = models.FloatField(
-        "threshold (% of baseline)", default=70.0, validators=[MinValueValidator(1.0), MaxValueValidator(100.0)])
-    email_to = models.TextField("e-mail to", blank=True, validators=[validate_email_list],
-                                help_text="Addresses separated by commas or new lines; empty: no e-mail.")
-    webhook_url = models.URLField(blank=True, max_length=500,
-                                  help_text="Receives a JSON POST for every alert and recovery; empty: none.")
+        "threshold (% of baseline)", default=70.0, validators=[MinValueValidator(1.0), MaxValueValidator(100.0)]
+    )
+    email_to = models.TextField(
+        "e-mail to",
+        blank=True,
+        validators=[validate_email_list],
+        help_text="Addresses separated by commas or new lines; empty: no e-mail.",
+    )
+    webhook_url = models.URLField(
+        blank=True, max_length=500, help_text="Receives a JSON POST for every alert and recovery; empty: none."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -96,8 +117,11 @@ class Alert(models.Model):
         indexes = [models.Index(fields=["closed_at", "-opened_at"], name="alert_closed_opened")]
         constraints = [
             # Two workers storing results of one path at once must not open the alert twice.
-            models.UniqueConstraint(fields=["rule", "site", "vantage", "series"], condition=Q(closed_at__isnull=True),
-                                    name="one_open_alert_per_rule_path_series"),
+            models.UniqueConstraint(
+                fields=["rule", "site", "vantage", "series"],
+                condition=Q(closed_at__isnull=True),
+                name="one_open_alert_per_rule_path_series",
+            ),
         ]
 
     def __str__(self):

@@ -1,4 +1,5 @@
 """What alerts does when measure tells it something (connected in apps.AlertsConfig.ready)."""
+
 import logging
 
 from .models import Alert
@@ -19,8 +20,9 @@ def judge_result(sender, measurement_id, **kwargs):
 def paths_in_alert():
     """{(site_id, vantage_id): "in alert: rule, ..."} for every open alert."""
     flags = {}
-    for site_id, vantage_id, rule in (Alert.objects.filter(closed_at__isnull=True)
-                                      .values_list("site_id", "vantage_id", "rule__name")):
+    for site_id, vantage_id, rule in Alert.objects.filter(closed_at__isnull=True).values_list(
+        "site_id", "vantage_id", "rule__name"
+    ):
         key = (site_id, vantage_id)
         flags[key] = f"{flags[key]}, {rule}" if key in flags else f"in alert: {rule}"
     return flags

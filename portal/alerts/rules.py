@@ -4,6 +4,7 @@ Called once per stored result (the measure app's `result_stored` signal). Each r
 most N + K results of the path from one indexed query, so the cost does not grow with the
 path's history.
 """
+
 import datetime
 import logging
 import statistics
@@ -24,14 +25,14 @@ def rules_for(measurement):
     return AlertRule.objects.filter(
         Q(site__isnull=True) | Q(site_id=measurement.site_id),
         Q(vantage__isnull=True) | Q(vantage_id=measurement.vantage_id),
-        enabled=True, mode=measurement.mode,
+        enabled=True,
+        mode=measurement.mode,
     )
 
 
 def evaluate(measurement_id):
     """Opens or closes alerts for a finished measurement; returns the alerts that changed."""
-    measurement = (Measurement.objects.select_related("site", "vantage")
-                   .filter(pk=measurement_id, status="done").first())
+    measurement = Measurement.objects.select_related("site", "vantage").filter(pk=measurement_id, status="done").first()
     if measurement is None:
         return []
     changed = []
@@ -55,8 +56,9 @@ def _judge(rule, measurement):
     if len(rows) < k or rows[0][0] != measurement.pk:
         return None  # not enough results yet, or this one has no throughput figure
     latest = rows[:k]
-    open_alert = Alert.objects.filter(rule=rule, site_id=measurement.site_id, vantage_id=measurement.vantage_id,
-                                      series=series, closed_at__isnull=True).first()
+    open_alert = Alert.objects.filter(
+        rule=rule, site_id=measurement.site_id, vantage_id=measurement.vantage_id, series=series, closed_at__isnull=True
+    ).first()
     if open_alert is not None:
         if all(row[3] >= open_alert.threshold_bps for row in latest):
             return _close(open_alert, measurement, latest)
@@ -75,9 +77,16 @@ def _open(rule, measurement, series, baseline, threshold, latest):
     try:
         with transaction.atomic():
             alert = Alert.objects.create(
-                rule=rule, site_id=measurement.site_id, vantage_id=measurement.vantage_id, series=series,
-                mode=measurement.mode, baseline_bps=baseline, threshold_bps=threshold, opened_by=measurement,
-                opened_bps=[_point(row) for row in reversed(latest)])
+                rule=rule,
+                site_id=measurement.site_id,
+                vantage_id=measurement.vantage_id,
+                series=series,
+                mode=measurement.mode,
+                baseline_bps=baseline,
+                threshold_bps=threshold,
+                opened_by=measurement,
+                opened_bps=[_point(row) for row in reversed(latest)],
+            )
             _queue_notices(alert, "opened")
     except IntegrityError:
         # Another worker stored a result of this path at the same moment and opened it first.
@@ -90,7 +99,8 @@ def _close(alert, measurement, latest):
     with transaction.atomic():
         # Claim the close: only one of two concurrent evaluations sends the recovery notice.
         closed = Alert.objects.filter(pk=alert.pk, closed_at__isnull=True).update(
-            closed_at=timezone.now(), closed_by=measurement, closed_bps=[_point(row) for row in reversed(latest)])
+            closed_at=timezone.now(), closed_by=measurement, closed_bps=[_point(row) for row in reversed(latest)]
+        )
         if closed != 1:
             return None
         alert.refresh_from_db()

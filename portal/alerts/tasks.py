@@ -1,4 +1,5 @@
 """Thin Celery task: one delivery attempt per run, retried with backoff (alerts/delivery.py)."""
+
 import logging
 
 from celery import shared_task
@@ -25,5 +26,5 @@ def deliver(self, delivery_id):
         delivery.give_up(delivery_id)
         log.warning("alert delivery %s failed after %d attempts", delivery_id, self.request.retries + 1)
         return "failed"
-    countdown = settings.ALERT_RETRY_BASE_S * (2 ** self.request.retries)
+    countdown = settings.ALERT_RETRY_BASE_S * (2**self.request.retries)
     raise self.retry(args=[delivery_id], countdown=countdown, queue=settings.ALERTS_QUEUE)

@@ -1,5 +1,6 @@
 """The Django admin: sites and vantages are managed here; measurements are read-only results
 with one action, cancel; API tokens are issued by `manage.py issue_token`, only listed here."""
+
 from django.contrib import admin, messages
 from django.utils import timezone
 
@@ -24,7 +25,17 @@ class VantageAdmin(admin.ModelAdmin):
 
 @admin.register(Measurement)
 class MeasurementAdmin(admin.ModelAdmin):
-    list_display = ("slug", "site", "vantage", "mode", "status", "quick_bps", "cumulative_bps", "created_at", "requested_by")
+    list_display = (
+        "slug",
+        "site",
+        "vantage",
+        "mode",
+        "status",
+        "quick_bps",
+        "cumulative_bps",
+        "created_at",
+        "requested_by",
+    )
     list_filter = ("status", "mode", "site", "vantage")
     search_fields = ("slug", "site__slug", "requested_by__username")
     date_hierarchy = "created_at"
@@ -48,14 +59,21 @@ class MeasurementAdmin(admin.ModelAdmin):
         # The list never needs the result JSON; the trace lives in another table and is
         # never joined here.
         qs = super().get_queryset(request)
-        return qs.defer("result") if request.resolver_match and request.resolver_match.url_name.endswith("changelist") else qs
+        return (
+            qs.defer("result")
+            if request.resolver_match and request.resolver_match.url_name.endswith("changelist")
+            else qs
+        )
 
     @admin.action(description="Cancel selected queued or running measurements")
     def cancel(self, request, queryset):
         # A running test notices at its next heartbeat and stops its prober.
         count = queryset.filter(status__in=UNFINISHED_STATUSES).update(
-            status=Status.FAILED, failure_code=FailureCode.CANCELLED, finished_at=timezone.now(),
-            failure_reason=f"cancelled by {request.user.get_username()}")
+            status=Status.FAILED,
+            failure_code=FailureCode.CANCELLED,
+            finished_at=timezone.now(),
+            failure_reason=f"cancelled by {request.user.get_username()}",
+        )
         self.message_user(request, f"{count} measurement(s) cancelled.", messages.SUCCESS)
 
 

@@ -9,6 +9,7 @@ scalars only); the values are checked by MeasurementForm, the one validator shar
 request page, whose constants (ranges, modes) the Schema's documentation is built from.
 Every error, ninja's own included, answers {"errors": {field: [message]}}.
 """
+
 import datetime
 import json
 from typing import Any, Dict, List, Optional, Union
@@ -50,10 +51,12 @@ def errors_body(**fields):
 
 # --- authentication -------------------------------------------------------------------------
 
-MISSING_TOKEN = ("missing credentials: send the header 'Authorization: Bearer <token>' "
-                 "(python manage.py issue_token USERNAME).")
-INVALID_TOKEN = ("invalid token: it is unknown, revoked or its user is inactive; "
-                 "issue a new one with manage.py issue_token.")
+MISSING_TOKEN = (
+    "missing credentials: send the header 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME)."
+)
+INVALID_TOKEN = (
+    "invalid token: it is unknown, revoked or its user is inactive; issue a new one with manage.py issue_token."
+)
 
 
 class BearerToken(HttpBearer):
@@ -78,6 +81,7 @@ class BearerToken(HttpBearer):
 
 # --- request bodies -------------------------------------------------------------------------
 
+
 class BodyParser(Parser):
     """A JSON object or a form (url-encoded or multipart), like the request page posts."""
 
@@ -87,16 +91,21 @@ class BodyParser(Parser):
         if request.content_type in self.FORMS:
             return request.POST.dict()
         if request.content_type != "application/json":
-            raise ApiError(415, body=f"Content-Type {request.content_type or '(none)'!r} is not accepted: send "
-                                     "application/json (or a form, application/x-www-form-urlencoded).")
+            raise ApiError(
+                415,
+                body=f"Content-Type {request.content_type or '(none)'!r} is not accepted: send "
+                "application/json (or a form, application/x-www-form-urlencoded).",
+            )
         try:
             data = json.loads(request.body)
         except RecursionError:
-            raise ApiError(400, body="the body is not valid JSON (nested too deeply); send a flat object such as "
-                                     f"{BODY_EXAMPLE}.") from None
+            raise ApiError(
+                400, body=f"the body is not valid JSON (nested too deeply); send a flat object such as {BODY_EXAMPLE}."
+            ) from None
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ApiError(400, body=f"the body is not valid JSON ({exc}); send an object such as "
-                                     f"{BODY_EXAMPLE}.") from None
+            raise ApiError(
+                400, body=f"the body is not valid JSON ({exc}); send an object such as {BODY_EXAMPLE}."
+            ) from None
         if not isinstance(data, dict):
             raise ApiError(400, body="the body must be a JSON object of measurement parameters.")
         return data
@@ -113,22 +122,35 @@ class MeasurementRequest(Schema):
     site: Union[StrictStr, StrictInt] = Field(description="Slug of a registered, enabled site (GET /sites).")
     vantage: Scalar = Field(None, description="Vantage name; optional when only one is enabled.")
     mode: Scalar = Field(None, json_schema_extra={"enum": list(MODES), "default": DEFAULTS["mode"]})
-    duration_s: Scalar = Field(None, description="Seconds: a full run's length and quick mode's limit.",
-                               json_schema_extra={"minimum": DURATION_RANGE[0], "maximum": DURATION_RANGE[1],
-                                                  "default": DEFAULTS["duration_s"]})
-    streams: Scalar = Field(None, description="Parallel TCP streams.",
-                            json_schema_extra={"minimum": STREAMS_RANGE[0], "maximum": STREAMS_RANGE[1],
-                                               "default": DEFAULTS["streams"]})
-    window: Scalar = Field(None, description="Socket buffer; K/M are 1024-based; 4K to 16M; omit for the kernel "
-                                             "default.", json_schema_extra={"pattern": f"^{SIZE_PATTERN}$"})
+    duration_s: Scalar = Field(
+        None,
+        description="Seconds: a full run's length and quick mode's limit.",
+        json_schema_extra={
+            "minimum": DURATION_RANGE[0],
+            "maximum": DURATION_RANGE[1],
+            "default": DEFAULTS["duration_s"],
+        },
+    )
+    streams: Scalar = Field(
+        None,
+        description="Parallel TCP streams.",
+        json_schema_extra={"minimum": STREAMS_RANGE[0], "maximum": STREAMS_RANGE[1], "default": DEFAULTS["streams"]},
+    )
+    window: Scalar = Field(
+        None,
+        description="Socket buffer; K/M are 1024-based; 4K to 16M; omit for the kernel default.",
+        json_schema_extra={"pattern": f"^{SIZE_PATTERN}$"},
+    )
     congestion: Scalar = Field(None, description="One of the vantage's congestion_controls; omit for its default.")
 
 
 # --- responses ------------------------------------------------------------------------------
 
+
 class Errors(Schema):
-    errors: Dict[str, List[str]] = Field(examples=[{"duration_s": ["duration_s 0 is out of range: allowed 1 to 60 "
-                                                                    "seconds."]}])
+    errors: Dict[str, List[str]] = Field(
+        examples=[{"duration_s": ["duration_s 0 is out of range: allowed 1 to 60 seconds."]}]
+    )
 
 
 class SiteOut(Schema):
@@ -166,8 +188,9 @@ class Created(Schema):
 # The results object is declared from the one list of result fields (vocab.RESULT_FIELDS), so a
 # field added there is in the API and its schema with no change here.
 _PYTHON_TYPES = {"float": float, "bigint": int, "int": int, "bool": bool, "str": str}
-Results = create_model("Results", __base__=Schema,
-                       **{f.name: (Optional[_PYTHON_TYPES[f.kind]], None) for f in RESULT_FIELDS})
+Results = create_model(
+    "Results", __base__=Schema, **{f.name: (Optional[_PYTHON_TYPES[f.kind]], None) for f in RESULT_FIELDS}
+)
 
 
 class Progress(Schema):
@@ -224,13 +247,16 @@ class Trace(Schema):
 
 class CsvQuery(Schema):
     site: Optional[str] = Field(None, description="A site slug (GET /sites).")
-    since: Optional[str] = Field(None, description="YYYY-MM-DD (from that day's start, UTC) or ISO 8601 datetime "
-                                                   "(inclusive).")
-    until: Optional[str] = Field(None, description="YYYY-MM-DD (through the end of that day, UTC) or ISO 8601 "
-                                                   "datetime (inclusive).")
+    since: Optional[str] = Field(
+        None, description="YYYY-MM-DD (from that day's start, UTC) or ISO 8601 datetime (inclusive)."
+    )
+    until: Optional[str] = Field(
+        None, description="YYYY-MM-DD (through the end of that day, UTC) or ISO 8601 datetime (inclusive)."
+    )
 
 
 # --- the API --------------------------------------------------------------------------------
+
 
 class PortalAPI(NinjaAPI):
     _schema = None
@@ -244,43 +270,70 @@ class PortalAPI(NinjaAPI):
 
 
 api = PortalAPI(
-    title="quickprobe portal API", version="1", urls_namespace="api", auth=BearerToken(), parser=BodyParser(),
+    title="quickprobe portal API",
+    version="1",
+    urls_namespace="api",
+    auth=BearerToken(),
+    parser=BodyParser(),
     description="Achievable TCP throughput tests against registered iperf servers. "
-                "Authenticate with 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME).",
-    servers=[{"url": "/api/v1"}], docs_url=None,  # no docs page: Swagger UI needs scripts our CSP refuses
+    "Authenticate with 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME).",
+    servers=[{"url": "/api/v1"}],
+    docs_url=None,  # no docs page: Swagger UI needs scripts our CSP refuses
 )
 UNAUTHORIZED = {401: Errors}
 
 
 @api.get("/sites", response={200: SitesOut, **UNAUTHORIZED}, summary="Registered, enabled sites")
 def sites(request):
-    rows = Site.objects.filter(enabled=True).order_by("slug").values("slug", "name", "host", "port", "protocol",
-                                                                    "location")
+    rows = (
+        Site.objects.filter(enabled=True)
+        .order_by("slug")
+        .values("slug", "name", "host", "port", "protocol", "location")
+    )
     return {"sites": list(rows)}
 
 
-@api.get("/vantages", response={200: VantagesOut, **UNAUTHORIZED},
-         summary="Enabled vantages (prober hosts)")
+@api.get("/vantages", response={200: VantagesOut, **UNAUTHORIZED}, summary="Enabled vantages (prober hosts)")
 def vantages(request):
-    rows = Vantage.objects.filter(enabled=True).order_by("name").values("name", "description", "kernel",
-                                                                        "congestion_controls", "last_seen")
+    rows = (
+        Vantage.objects.filter(enabled=True)
+        .order_by("name")
+        .values("name", "description", "kernel", "congestion_controls", "last_seen")
+    )
     return {"vantages": list(rows)}
 
 
-@api.post("/measurements", response={201: Created, 400: Errors, 413: Errors, 415: Errors, 429: Errors,
-                                     **UNAUTHORIZED},
-          summary="Request a measurement", openapi_extra={"requestBody": {"content": {
-              "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/MeasurementRequest"}}}}})
+@api.post(
+    "/measurements",
+    response={201: Created, 400: Errors, 413: Errors, 415: Errors, 429: Errors, **UNAUTHORIZED},
+    summary="Request a measurement",
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/MeasurementRequest"}}
+            }
+        }
+    },
+)
 def measurements(request, payload: MeasurementRequest):
     data = payload.model_dump(exclude_unset=True)
     # One creation path: the same form and service as the request page.
     form = MeasurementForm(data={name: "" if value is None else str(value) for name, value in data.items()})
     if not form.is_valid():
-        return Answer(400, {"errors": {field: [e["message"] for e in errs]
-                                       for field, errs in form.errors.get_json_data().items()}})
+        return Answer(
+            400,
+            {"errors": {field: [e["message"] for e in errs] for field, errs in form.errors.get_json_data().items()}},
+        )
     m = request_measurement(form, request.auth)
-    response = JsonResponse({"id": m.slug, "slug": m.slug, "status": m.status,
-                             "permalink": request.build_absolute_uri(m.get_absolute_url())}, status=201)
+    response = JsonResponse(
+        {
+            "id": m.slug,
+            "slug": m.slug,
+            "status": m.status,
+            "permalink": request.build_absolute_uri(m.get_absolute_url()),
+        },
+        status=201,
+    )
     response["Location"] = f"/api/v1/measurements/{m.slug}"
     return response
 
@@ -288,8 +341,9 @@ def measurements(request, payload: MeasurementRequest):
 def _get_measurement(slug):
     m = Measurement.objects.select_related("site", "vantage").defer("result").filter(slug=slug).first()
     if m is None:
-        raise ApiError(404, id=f"no measurement with id {slug!r}: ids are the slugs returned by "
-                               "POST /api/v1/measurements.")
+        raise ApiError(
+            404, id=f"no measurement with id {slug!r}: ids are the slugs returned by POST /api/v1/measurements."
+        )
     return m
 
 
@@ -299,11 +353,20 @@ def _iso(value):
 
 def measurement_json(request, m):
     return {
-        "id": m.slug, "slug": m.slug, "status": m.status,
+        "id": m.slug,
+        "slug": m.slug,
+        "status": m.status,
         "permalink": request.build_absolute_uri(m.get_absolute_url()),
-        "site": m.site.slug, "vantage": m.vantage.name, "mode": m.mode, "duration_s": m.duration_s,
-        "streams": m.streams, "window_bytes": m.window_bytes, "congestion": m.congestion,
-        "created_at": _iso(m.created_at), "started_at": _iso(m.started_at), "finished_at": _iso(m.finished_at),
+        "site": m.site.slug,
+        "vantage": m.vantage.name,
+        "mode": m.mode,
+        "duration_s": m.duration_s,
+        "streams": m.streams,
+        "window_bytes": m.window_bytes,
+        "congestion": m.congestion,
+        "created_at": _iso(m.created_at),
+        "started_at": _iso(m.started_at),
+        "finished_at": _iso(m.finished_at),
         "failure_code": m.failure_code,
         # The stored reason (prober stderr, host:port, an admin's name) only for staff and the requester.
         "failure_reason": m.failure_reason if m.failure_detail_visible_to(request.auth) else m.public_failure_reason,
@@ -313,30 +376,48 @@ def measurement_json(request, m):
     }
 
 
-@api.get("/measurements/{id}", response={200: MeasurementOut, 404: Errors, **UNAUTHORIZED},
-         summary="Status and results", url_name="measurement")
+@api.get(
+    "/measurements/{id}",
+    response={200: MeasurementOut, 404: Errors, **UNAUTHORIZED},
+    summary="Status and results",
+    url_name="measurement",
+)
 def measurement_detail(request, id: str):
     return measurement_json(request, _get_measurement(id))
 
 
-@api.get("/measurements/{id}/trace", response={200: Trace, 404: Errors, **UNAUTHORIZED},
-         summary="The per-sample trace (once done)", url_name="trace", exclude_unset=True)
+@api.get(
+    "/measurements/{id}/trace",
+    response={200: Trace, 404: Errors, **UNAUTHORIZED},
+    summary="The per-sample trace (once done)",
+    url_name="trace",
+    exclude_unset=True,
+)
 def measurement_trace(request, id: str):
     m = _get_measurement(id)
     trace = MeasurementTrace.objects.filter(pk=m.pk).first()
     if trace is None:
-        raise ApiError(404, trace=f"measurement {m.slug} has no trace: its status is {m.status}; "
-                                  "a trace exists once the status is done.")
+        raise ApiError(
+            404,
+            trace=f"measurement {m.slug} has no trace: its status is {m.status}; "
+            "a trace exists once the status is done.",
+        )
     return trace.to_dict()
 
 
-@api.get("/measurements.csv", response={200: str, 400: Errors, **UNAUTHORIZED},
-         summary="Measurements as CSV, oldest first, streamed", url_name="measurements_csv",
-         openapi_extra={"responses": {"200": {"content": {"text/csv": {"schema": {"type": "string"}}}}}})
+@api.get(
+    "/measurements.csv",
+    response={200: str, 400: Errors, **UNAUTHORIZED},
+    summary="Measurements as CSV, oldest first, streamed",
+    url_name="measurements_csv",
+    openapi_extra={"responses": {"200": {"content": {"text/csv": {"schema": {"type": "string"}}}}}},
+)
 def measurements_csv(request, filters: Query[CsvQuery]):
     """All measurements (oldest first) as CSV, optionally of one site and within [since, until]."""
-    problems = {name: [f"unknown parameter {name!r}: allowed are {', '.join(CSV_PARAMS)}."]
-                for name in sorted(set(request.GET) - set(CSV_PARAMS))}
+    problems = {
+        name: [f"unknown parameter {name!r}: allowed are {', '.join(CSV_PARAMS)}."]
+        for name in sorted(set(request.GET) - set(CSV_PARAMS))
+    }
     queryset = Measurement.objects.all()
     site_slug = (filters.site or "").strip()
     if site_slug:
@@ -355,6 +436,7 @@ def measurements_csv(request, filters: Query[CsvQuery]):
 
 
 # --- errors: every answer in the one shape --------------------------------------------------
+
 
 def _error_response(status, errors):
     return api.create_response(None, {"errors": errors}, status=status)

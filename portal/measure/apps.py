@@ -1,4 +1,5 @@
 """The measure app: sites, vantages, measurements, their pages, API and Celery tasks."""
+
 from django.apps import AppConfig
 
 

@@ -4,6 +4,7 @@ for their `since` / `until` filters, one writer.
 Columns are the stored result figures in the units of prober/EVENTS.md (bit/s, bytes, µs,
 seconds), so a notebook can read them without a unit table. Timestamps are ISO 8601 UTC.
 """
+
 import csv
 import dataclasses
 import datetime
@@ -15,17 +16,33 @@ from .history import headline_expr
 from .vocab import RESULT_FIELDS, public_failure_reason
 
 MEASUREMENT_CSV_COLUMNS = [
-    "slug", "site", "vantage", "mode", "status", "created_at", "started_at", "finished_at",
-    "duration_s", "streams", "window_bytes", "congestion", "headline_bps",
+    "slug",
+    "site",
+    "vantage",
+    "mode",
+    "status",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "duration_s",
+    "streams",
+    "window_bytes",
+    "congestion",
+    "headline_bps",
     # The result columns, in the order of their one declaration.
     *(field.name for field in RESULT_FIELDS if field.csv),
-    "failure_code", "failure_reason",
+    "failure_code",
+    "failure_reason",
 ]
 
 # What each column is read from: the row's own field, except these. The exports are public, so
 # failure_reason is the code's public meaning, never the stored text (vocab.public_failure_reason).
-_SOURCES = {"site": "site__slug", "vantage": "vantage__name", "headline_bps": "csv_headline_bps",
-            "failure_reason": "failure_code"}
+_SOURCES = {
+    "site": "site__slug",
+    "vantage": "vantage__name",
+    "headline_bps": "csv_headline_bps",
+    "failure_reason": "failure_code",
+}
 _QUERY_NAMES = [_SOURCES.get(c, c) for c in MEASUREMENT_CSV_COLUMNS]
 
 
@@ -35,8 +52,11 @@ _QUERY_NAMES = [_SOURCES.get(c, c) for c in MEASUREMENT_CSV_COLUMNS]
 # both ends. Years outside FIRST_DAY..LAST_DAY are refused: the day after 9999-12-31 does not
 # exist in Python, and no measurement is older than 1970.
 _DATE = r"(?P<date>\d{4}-\d{2}-\d{2})"
-_DATETIME = re.compile(_DATE + r"(?:[T ](?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)"
-                       r"(?P<zone>Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?)?", re.ASCII)
+_DATETIME = re.compile(
+    _DATE + r"(?:[T ](?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)"
+    r"(?P<zone>Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?)?",
+    re.ASCII,
+)
 FIRST_DAY = datetime.date(1970, 1, 1)
 LAST_DAY = datetime.date(2999, 12, 31)
 PERIOD_PARAMS = ("since", "until")
@@ -55,8 +75,8 @@ class BadQuery(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Period:
-    since: datetime.datetime | None = None   # inclusive
-    until: datetime.datetime | None = None   # inclusive, or exclusive when until_is_day
+    since: datetime.datetime | None = None  # inclusive
+    until: datetime.datetime | None = None  # inclusive, or exclusive when until_is_day
     until_is_day: bool = False
 
     def filter(self, queryset, field="created_at"):
@@ -86,8 +106,10 @@ def _parse_moment(name, raw):
             zone = (match["zone"] or "").replace("Z", "+00:00").replace(" ", "+")
             moment = datetime.datetime.fromisoformat(f"{match['date']}T{match['time']}{zone}")
     except ValueError:
-        raise ValueError(f"{name} {_shown(value)} is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as "
-                         "2026-11-22T08:00:00Z.") from None
+        raise ValueError(
+            f"{name} {_shown(value)} is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as "
+            "2026-11-22T08:00:00Z."
+        ) from None
     if not FIRST_DAY <= day <= LAST_DAY:
         raise ValueError(f"{name} {_shown(value)} is out of range: allowed {FIRST_DAY} to {LAST_DAY}.")
     if moment.tzinfo is None:
@@ -141,8 +163,9 @@ def measurement_csv_rows(queryset, chunk_size=2000):
     the result JSON or traces) and iterates in chunks, so 100,000 rows stream in flat memory."""
     yield MEASUREMENT_CSV_COLUMNS
     # The headline is the same SQL expression the history pages use (Measurement.headline_bps).
-    rows = (queryset.annotate(csv_headline_bps=headline_expr())
-            .values_list(*_QUERY_NAMES).iterator(chunk_size=chunk_size))
+    rows = (
+        queryset.annotate(csv_headline_bps=headline_expr()).values_list(*_QUERY_NAMES).iterator(chunk_size=chunk_size)
+    )
     for values in rows:
         yield [_cell(v) for v in values[:-1]] + [public_failure_reason(values[-1])]
 
@@ -172,7 +195,6 @@ def csv_response(rows, filename, lineterminator="\r\n"):
     memory stays flat however many rows the iterator yields."""
     writer = csv.writer(_Echo(), lineterminator=lineterminator)
     lines = (writer.writerow([escape_formula(cell) for cell in row]) for row in rows)
-    response = StreamingHttpResponse(lines,
-                                     content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -1,6 +1,7 @@
 """The demo data `make run` (and `manage.py demo_setup`) creates: a site for a local iperf3
 server, this host as a vantage, a `demo` user with a password and an API token, and an `admin`
 (staff, superuser) for the admin: sites, vantages, sweeps."""
+
 import os
 import secrets
 
@@ -18,9 +19,16 @@ def setup_demo(iperf_port=5201, password=None):
     time: only their hashes are stored, so they can be shown once only."""
     site, _ = Site.objects.update_or_create(
         slug=DEMO_SITE_SLUG,
-        defaults={"name": "Local iperf3", "host": "127.0.0.1", "port": iperf_port, "protocol": "iperf3",
-                  "location": "this machine (loopback)", "enabled": True,
-                  "notes": "An iperf3 -s on this machine (make run starts it); loopback, so expect tens of Gbit/s."})
+        defaults={
+            "name": "Local iperf3",
+            "host": "127.0.0.1",
+            "port": iperf_port,
+            "protocol": "iperf3",
+            "location": "this machine (loopback)",
+            "enabled": True,
+            "notes": "An iperf3 -s on this machine (make run starts it); loopback, so expect tens of Gbit/s.",
+        },
+    )
     vantage = register_vantage(settings.VANTAGE_NAME, "this machine")
     user, _ = get_user_model().objects.get_or_create(username="demo")
     password = password or os.environ.get("DEMO_PASSWORD") or secrets.token_urlsafe(9)

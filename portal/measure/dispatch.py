@@ -22,6 +22,7 @@ measurement only after claiming it (queued -> running in one UPDATE), so a dupli
 finds nothing to do. The broker's queue can be read for Redis and kombu's filesystem
 transport; with another broker overdue rows are left to REAPER_QUEUED_S.
 """
+
 import json
 import logging
 import re
@@ -84,8 +85,9 @@ def send_many(pending):
                 app.send_task(TASK_RUN, args=[pk], queue=queue, task_id=task_id(pk), producer=producer)
                 sent.append(pk)
     except Exception as exc:  # noqa: BLE001 - as in send(): the broker is unreachable
-        log.warning("%d of %d tasks not sent (%s); the watchdog will send them", len(pending) - len(sent),
-                    len(pending), exc)
+        log.warning(
+            "%d of %d tasks not sent (%s); the watchdog will send them", len(pending) - len(sent), len(pending), exc
+        )
     if sent:
         Measurement.objects.filter(pk__in=sent, dispatched_at__isnull=True).update(dispatched_at=timezone.now())
     return len(sent)
@@ -99,8 +101,9 @@ def send(measurement_id, queue):
     try:
         app.send_task(TASK_RUN, args=[measurement_id], queue=queue, task_id=task_id(measurement_id))
     except Exception as exc:  # noqa: BLE001 - kombu's OperationalError, redis errors, OSError: broker unreachable
-        log.warning("measurement %s: could not send its task to %s (%s); the watchdog will send it",
-                    measurement_id, queue, exc)
+        log.warning(
+            "measurement %s: could not send its task to %s (%s); the watchdog will send it", measurement_id, queue, exc
+        )
         return False
     Measurement.objects.filter(pk=measurement_id, dispatched_at__isnull=True).update(dispatched_at=timezone.now())
     return True
@@ -110,7 +113,8 @@ def retrying(measurement_id, countdown):
     """The task is about to send its own retry, due in countdown seconds."""
     now = timezone.now()
     Measurement.objects.filter(pk=measurement_id, status=Status.QUEUED).update(
-        dispatched_at=now, due_at=now + timedelta(seconds=countdown))
+        dispatched_at=now, due_at=now + timedelta(seconds=countdown)
+    )
 
 
 def retry_not_sent(measurement_id):
@@ -125,10 +129,14 @@ def watchdog(now=None):
     counts = {"sent": 0, "resent": 0, "task_lost": 0}
     grace = timedelta(seconds=settings.WATCHDOG_GRACE_S)
     queued = Measurement.objects.filter(status=Status.QUEUED)
-    unsent = list(queued.filter(dispatched_at__isnull=True, created_at__lt=now - grace)
-                  .values_list("pk", "vantage__name"))
-    overdue = list(queued.filter(dispatched_at__isnull=False, due_at__lt=now - grace)
-                   .values_list("pk", "vantage__name", "dispatch_count", "due_at"))
+    unsent = list(
+        queued.filter(dispatched_at__isnull=True, created_at__lt=now - grace).values_list("pk", "vantage__name")
+    )
+    overdue = list(
+        queued.filter(dispatched_at__isnull=False, due_at__lt=now - grace).values_list(
+            "pk", "vantage__name", "dispatch_count", "due_at"
+        )
+    )
     if not unsent and not overdue:
         return counts
     waiting = waiting_measurements({vantage_queue(name) for _, name, *_ in overdue})
@@ -147,16 +155,24 @@ def watchdog(now=None):
 
 def _handle_lost(pk, name, resends, due_at, now):
     if resends >= settings.WATCHDOG_MAX_RESENDS:
-        reason = (f"task lost: its task was not on the broker {settings.WATCHDOG_GRACE_S:g} s after it was due, "
-                  f"{resends + 1} times (broker restarts or workers killed); it was given up.")
+        reason = (
+            f"task lost: its task was not on the broker {settings.WATCHDOG_GRACE_S:g} s after it was due, "
+            f"{resends + 1} times (broker restarts or workers killed); it was given up."
+        )
         Measurement.objects.filter(pk=pk, status=Status.QUEUED, due_at=due_at).update(
-            status=Status.FAILED, finished_at=now, failure_code=FailureCode.TASK_LOST, failure_reason=reason)
+            status=Status.FAILED, finished_at=now, failure_code=FailureCode.TASK_LOST, failure_reason=reason
+        )
         return "task_lost"
     # The condition repeats what was read, so a worker that claimed or retried it meanwhile wins.
-    if Measurement.objects.filter(pk=pk, status=Status.QUEUED, due_at=due_at).update(
-            dispatch_count=F("dispatch_count") + 1, due_at=now, dispatched_at=None) == 1:
-        log.warning("measurement %s: its task is lost (due %s, not in %s); sending it again", pk, due_at,
-                    vantage_queue(name))
+    if (
+        Measurement.objects.filter(pk=pk, status=Status.QUEUED, due_at=due_at).update(
+            dispatch_count=F("dispatch_count") + 1, due_at=now, dispatched_at=None
+        )
+        == 1
+    ):
+        log.warning(
+            "measurement %s: its task is lost (due %s, not in %s); sending it again", pk, due_at, vantage_queue(name)
+        )
         send(pk, vantage_queue(name))
     return "resent"
 

@@ -3,6 +3,7 @@ under /api/, a page elsewhere. Django's own answers are a bare 405, "Bad Request
 oversized body and a 404 page reading "Resolver404"; these say what was wrong and what is
 allowed. Wired in settings.MIDDLEWARE (405) and portal/urls.py (handler400, handler404).
 """
+
 from django.conf import settings
 from django.core.exceptions import BadRequest, RequestDataTooBig, TooManyFieldsSent
 from django.http import JsonResponse
@@ -42,8 +43,13 @@ def explain_method_not_allowed(get_response):
         if response.status_code != 405 or response.get("Content-Type", "").startswith("application/json"):
             return response
         allowed = response.get("Allow", "")
-        explained = _answer(request, 405, "method", f"{request.method} is not allowed on {request.path}: "
-                                                    f"allowed are {allowed or 'none'}.", "Method not allowed")
+        explained = _answer(
+            request,
+            405,
+            "method",
+            f"{request.method} is not allowed on {request.path}: allowed are {allowed or 'none'}.",
+            "Method not allowed",
+        )
         explained["Allow"] = allowed
         return explained
 
@@ -57,14 +63,22 @@ def bad_request(request, exception=None):
         return _answer(request, 400, "request", str(exception), "Bad request")
     if isinstance(exception, RequestDataTooBig):
         size = request.META.get("CONTENT_LENGTH") or "too many"
-        return _answer(request, 413, "body", f"the request body is {size} bytes: at most "
-                                             f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed.",
-                       "Request too large")
+        return _answer(
+            request,
+            413,
+            "body",
+            f"the request body is {size} bytes: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes are allowed.",
+            "Request too large",
+        )
     if isinstance(exception, TooManyFieldsSent):
-        return _answer(request, 400, "body", f"the request has too many fields: at most "
-                                             f"{settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are allowed.", "Bad request")
-    return _answer(request, 400, "request", "the request could not be read: check its headers and body.",
-                   "Bad request")
+        return _answer(
+            request,
+            400,
+            "body",
+            f"the request has too many fields: at most {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are allowed.",
+            "Bad request",
+        )
+    return _answer(request, 400, "request", "the request could not be read: check its headers and body.", "Bad request")
 
 
 def page_not_found(request, exception=None):
@@ -73,6 +87,7 @@ def page_not_found(request, exception=None):
     if not isinstance(message, str) or not message:  # the URL resolver's is a dict of patterns tried
         message = f"There is nothing at {request.path}."
     if request.path.startswith(API_PREFIX):
-        return JsonResponse({"errors": {"path": [f"{message} The API's endpoints are listed in "
-                                                 "/api/v1/openapi.json."]}}, status=404)
+        return JsonResponse(
+            {"errors": {"path": [f"{message} The API's endpoints are listed in /api/v1/openapi.json."]}}, status=404
+        )
     return render(request, "404.html", {"exception": message, "request_path": request.path}, status=404)

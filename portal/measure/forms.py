@@ -1,4 +1,5 @@
 """The one validator of measurement parameters, shared by the request page and the API."""
+
 import re
 
 from django import forms
@@ -51,8 +52,9 @@ def parse_window(text):
             f"K or M (1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"
         ) from None
     if not WINDOW_MIN <= value <= WINDOW_MAX:
-        raise ValueError(f"window {str(text).strip()} = {value} bytes is out of range: "
-                         "allowed 4K (4096) to 16M (16777216)")
+        raise ValueError(
+            f"window {str(text).strip()} = {value} bytes is out of range: allowed 4K (4096) to 16M (16777216)"
+        )
     return value
 
 
@@ -71,13 +73,20 @@ def _nul_message(name, field):
 
 
 class MeasurementForm(forms.Form):
-    site = forms.CharField(required=True, help_text="The site's slug.", error_messages={
-        "required": "site is required: give the slug of a registered site (GET /api/v1/sites)."})
+    site = forms.CharField(
+        required=True,
+        help_text="The site's slug.",
+        error_messages={"required": "site is required: give the slug of a registered site (GET /api/v1/sites)."},
+    )
     vantage = forms.CharField(required=False, help_text="The vantage's name; optional when only one is enabled.")
     mode = forms.CharField(required=False, help_text="quick (default), full or validate.")
-    duration_s = forms.CharField(required=False, help_text="1-60 s (default 10): a full run's length and quick mode's limit.")
+    duration_s = forms.CharField(
+        required=False, help_text="1-60 s (default 10): a full run's length and quick mode's limit."
+    )
     streams = forms.CharField(required=False, help_text="Parallel TCP streams, 1-16 (default 1).")
-    window = forms.CharField(required=False, help_text="Socket buffer, e.g. 256K or 4M (4K-16M); blank: kernel default.")
+    window = forms.CharField(
+        required=False, help_text="Socket buffer, e.g. 256K or 4M (4K-16M); blank: kernel default."
+    )
     congestion = forms.CharField(required=False, help_text="Congestion control; blank: the vantage's default.")
 
     def __init__(self, *args, **kwargs):
@@ -85,8 +94,10 @@ class MeasurementForm(forms.Form):
         # Text fields validated by hand (so each message names what is allowed), rendered as
         # selects for the page.
         sites = Site.objects.filter(enabled=True).order_by("name")
-        self.fields["site"].widget = forms.Select(choices=[("", "choose a site")] + [
-            (s.slug, f"{s.name} ({s.location})" if s.location else s.name) for s in sites])
+        self.fields["site"].widget = forms.Select(
+            choices=[("", "choose a site")]
+            + [(s.slug, f"{s.name} ({s.location})" if s.location else s.name) for s in sites]
+        )
         # Only vantages whose worker heartbeats: a test sent to another would only wait.
         vantages = list(presence.online().order_by("name"))
         self.fields["vantage"].widget = forms.Select(choices=[(v.name, v.name) for v in vantages])
@@ -121,7 +132,9 @@ class MeasurementForm(forms.Form):
                 f"unknown site {slug!r}: only registered sites can be tested; choose one of the sites listed at /api/v1/sites."
             )
         if not site.enabled:
-            raise forms.ValidationError(f"site {slug!r} is disabled: an administrator has taken it out of service; choose another site.")
+            raise forms.ValidationError(
+                f"site {slug!r} is disabled: an administrator has taken it out of service; choose another site."
+            )
         return site
 
     def clean_vantage(self):
@@ -132,15 +145,21 @@ class MeasurementForm(forms.Form):
             if len(vantages) == 1:
                 return vantages[0]
             if not vantages:
-                raise forms.ValidationError("no vantage is online: no prober host's worker is heartbeating, so no "
-                                            "test can run right now.")
+                raise forms.ValidationError(
+                    "no vantage is online: no prober host's worker is heartbeating, so no test can run right now."
+                )
             names = ", ".join(enabled.values_list("name", flat=True))
             raise forms.ValidationError(f"vantage is required when several are enabled: choose one of {names}.")
         vantage = Vantage.objects.filter(name=name).first()
         if vantage is None or not presence.is_online(vantage):
             names = ", ".join(enabled.values_list("name", flat=True)) or "(none)"
-            state = "unknown" if vantage is None else "disabled" if not vantage.enabled else (
-                "offline (its worker is not heartbeating)")
+            state = (
+                "unknown"
+                if vantage is None
+                else "disabled"
+                if not vantage.enabled
+                else ("offline (its worker is not heartbeating)")
+            )
             raise forms.ValidationError(f"vantage {name!r} is {state}: choose one of {names}.")
         return vantage
 
@@ -159,7 +178,9 @@ class MeasurementForm(forms.Form):
         try:
             value = int(raw)
         except (TypeError, ValueError):
-            raise forms.ValidationError(f"{field} {raw!r} is not a whole number: allowed {low} to {high} {unit}.") from None
+            raise forms.ValidationError(
+                f"{field} {raw!r} is not a whole number: allowed {low} to {high} {unit}."
+            ) from None
         if not low <= value <= high:
             raise forms.ValidationError(f"{field} {value} is out of range: allowed {low} to {high} {unit}.")
         return value
@@ -196,7 +217,11 @@ class MeasurementForm(forms.Form):
         """Model field values from a valid form."""
         data = self.cleaned_data
         return {
-            "site": data["site"], "vantage": data["vantage"], "mode": data["mode"],
-            "duration_s": data["duration_s"], "streams": data["streams"],
-            "window_bytes": data["window"], "congestion": data["congestion"],
+            "site": data["site"],
+            "vantage": data["vantage"],
+            "mode": data["mode"],
+            "duration_s": data["duration_s"],
+            "streams": data["streams"],
+            "window_bytes": data["window"],
+            "congestion": data["congestion"],
         }

@@ -6,6 +6,7 @@ and its page must cost about what a page with ten rows costs. Traces are never r
 The views cache what these return under the site's data version (pagecache.py); nothing here
 caches.
 """
+
 import datetime
 
 from django.db import connection
@@ -47,8 +48,9 @@ class Median(Aggregate):
     output_field = FloatField()
 
     def as_postgresql(self, compiler, conn, **extra):
-        return self.as_sql(compiler, conn, template="percentile_cont(0.5) WITHIN GROUP (ORDER BY %(expressions)s)",
-                           **extra)
+        return self.as_sql(
+            compiler, conn, template="percentile_cont(0.5) WITHIN GROUP (ORDER BY %(expressions)s)", **extra
+        )
 
 
 def profile_statistic():
@@ -56,8 +58,7 @@ def profile_statistic():
 
 
 def _latest(site_ref, modes, value):
-    qs = (Measurement.objects.filter(site=site_ref, status=Status.DONE, mode__in=modes)
-          .order_by("-created_at"))
+    qs = Measurement.objects.filter(site=site_ref, status=Status.DONE, mode__in=modes).order_by("-created_at")
     return {
         "bps": Subquery(qs.annotate(v=value).values("v")[:1], output_field=FloatField()),
         "at": Subquery(qs.values("finished_at")[:1]),
@@ -71,10 +72,16 @@ def sites_overview(now=None):
     quick = _latest(OuterRef("pk"), [Mode.QUICK], headline_expr())
     full = _latest(OuterRef("pk"), [Mode.FULL, Mode.VALIDATE], F("full_bps"))
     sites = list(
-        Site.objects.filter(enabled=True).annotate(
-            last_quick_bps=quick["bps"], last_quick_at=quick["at"], last_quick_slug=quick["slug"],
-            last_full_bps=full["bps"], last_full_at=full["at"], last_full_slug=full["slug"],
-        ).order_by("name")
+        Site.objects.filter(enabled=True)
+        .annotate(
+            last_quick_bps=quick["bps"],
+            last_quick_at=quick["at"],
+            last_quick_slug=quick["slug"],
+            last_full_bps=full["bps"],
+            last_full_at=full["at"],
+            last_full_slug=full["slug"],
+        )
+        .order_by("name")
     )
     means = trend_means(now)
     for site in sites:
@@ -91,8 +98,10 @@ def trend_means(now=None):
     rows = (
         Measurement.objects.filter(status=Status.DONE, created_at__gte=prior_start, created_at__lt=now)
         .values("site")
-        .annotate(recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
-                  prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)))
+        .annotate(
+            recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
+            prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)),
+        )
         .values_list("site", "recent", "prior")
     )
     return {site: (recent, prior) for site, recent, prior in rows}
@@ -118,8 +127,7 @@ def site_summary(site, now=None):
     )
     recent = mine.filter(status=Status.DONE, created_at__gte=now - datetime.timedelta(days=PROFILE_DAYS))
     by_hour = (
-        recent
-        .annotate(hour=ExtractHour("created_at"))
+        recent.annotate(hour=ExtractHour("created_at"))
         .values("hour")
         .annotate(value=Median(headline_expr()), n=Count("pk"))
         .order_by("hour")
@@ -174,11 +182,27 @@ def recent_page(site, page, size):
     rows = list(
         Measurement.objects.filter(site=site)
         .select_related("vantage")
-        .only("slug", "mode", "status", "created_at", "duration_s", "streams", "window_bytes", "congestion",
-              "quick_mode_entered", "quick_bps", "cumulative_bps", "rtt_us", "retransmits", "failure_code",
-              "quick_ci_pct", "quick_converged", "window_limited",
-              "vantage__name")
-        .order_by("-created_at")[offset:offset + size + 1]
+        .only(
+            "slug",
+            "mode",
+            "status",
+            "created_at",
+            "duration_s",
+            "streams",
+            "window_bytes",
+            "congestion",
+            "quick_mode_entered",
+            "quick_bps",
+            "cumulative_bps",
+            "rtt_us",
+            "retransmits",
+            "failure_code",
+            "quick_ci_pct",
+            "quick_converged",
+            "window_limited",
+            "vantage__name",
+        )
+        .order_by("-created_at")[offset : offset + size + 1]
     )
     return rows[:size], len(rows) > size
 

@@ -2,6 +2,7 @@
 could be aimed at itself, at the cloud's metadata service or at a private network behind it;
 a site must resolve only to globally routable addresses unless ALLOW_PRIVATE_SITE_HOSTS says
 this deployment tests private networks on purpose (make run's demo site, the tests)."""
+
 import ipaddress
 import socket
 
@@ -36,8 +37,9 @@ def resolve(host):
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise ValidationError(f"{host!r} cannot be resolved ({exc}): give a name that resolves, or an address.",
-                              code="unresolvable") from None
+        raise ValidationError(
+            f"{host!r} cannot be resolved ({exc}): give a name that resolves, or an address.", code="unresolvable"
+        ) from None
     return sorted({ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos}, key=str)
 
 

@@ -1,6 +1,7 @@
 """The portal's tables: sites (iperf servers), vantages (prober hosts), measurements with their
 results and traces, and API tokens. Statuses, failure codes and the result columns are
 declared in vocab.py."""
+
 import hashlib
 import json
 import secrets
@@ -26,8 +27,9 @@ vantage_name_validator = RegexValidator(
 
 def validate_time_zone(name):
     if name not in zoneinfo.available_timezones():
-        raise ValidationError(f"{name!r} is not an IANA time zone name: use one like UTC, Europe/Berlin or "
-                              "America/Los_Angeles.")
+        raise ValidationError(
+            f"{name!r} is not an IANA time zone name: use one like UTC, Europe/Berlin or America/Los_Angeles."
+        )
 
 
 def new_measurement_slug():
@@ -54,9 +56,12 @@ class Site(models.Model):
     # everything cached about the site (pagecache.py), so a cached page is never stale.
     data_version = models.BigIntegerField(default=0, editable=False)
     # The site's own clock: the time-of-day analysis is about the hours people there work.
-    time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone],
-                                 help_text="IANA time zone name of the site, e.g. Europe/Berlin; the time-of-day "
-                                           "charts use it.")
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        validators=[validate_time_zone],
+        help_text="IANA time zone name of the site, e.g. Europe/Berlin; the time-of-day charts use it.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -68,8 +73,9 @@ class Site(models.Model):
         if not self._state.adding and kwargs.get("update_fields") is None:
             # Writing back the version this instance was read with could return the site to a
             # version whose cached pages predate the change.
-            kwargs["update_fields"] = [f.name for f in self._meta.concrete_fields
-                                       if not f.primary_key and f.name != "data_version"]
+            kwargs["update_fields"] = [
+                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name != "data_version"
+            ]
         with transaction.atomic(using=kwargs.get("using")):
             super().save(*args, **kwargs)
             bump_versions([self.pk])
@@ -234,8 +240,12 @@ class Measurement(models.Model):
     @property
     def shows_error_bar(self):
         """The headline is a converged quick estimate with its error bar."""
-        return bool(self.quick_mode_entered and self.quick_converged is not False and self.quick_ci_pct is not None
-                    and self.mode != "full")
+        return bool(
+            self.quick_mode_entered
+            and self.quick_converged is not False
+            and self.quick_ci_pct is not None
+            and self.mode != "full"
+        )
 
     @property
     def is_finished(self):
@@ -318,22 +328,29 @@ class Quota(models.Model):
     """Limits on one user's, or one group's, test requests (portal/measure/quotas.py says how
     they apply). A blank limit is no limit; users without a row get the QUOTA_* settings."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="quota")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="quota"
+    )
     group = models.OneToOneField("auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="quota")
-    tests_per_hour = models.PositiveIntegerField(null=True, blank=True,
-                                                 help_text="Tests requested in any 60 minutes. Blank: no limit.")
-    max_pending = models.PositiveIntegerField(null=True, blank=True,
-                                              help_text="Tests queued or running at once. Blank: no limit.")
+    tests_per_hour = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tests requested in any 60 minutes. Blank: no limit."
+    )
+    max_pending = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tests queued or running at once. Blank: no limit."
+    )
     test_seconds_per_day = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Seconds of testing in any 24 hours (requested duration until a test "
-                                         "ends, then the time it ran). Blank: no limit.")
+        null=True,
+        blank=True,
+        help_text="Seconds of testing in any 24 hours (requested duration until a test "
+        "ends, then the time it ran). Blank: no limit.",
+    )
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(user__isnull=False, group__isnull=True) | Q(user__isnull=True,
-                                                                                             group__isnull=False),
-                                   name="quota_for_user_or_group"),
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, group__isnull=True) | Q(user__isnull=True, group__isnull=False),
+                name="quota_for_user_or_group",
+            ),
         ]
 
     def __str__(self):

@@ -16,6 +16,7 @@ REDIS_URL is set), which is best-effort (portal/cache.py): with Redis down every
 miss and pages are computed from PostgreSQL. TTL_S only frees memory; it is not a freshness
 bound. Nothing else in the portal caches pages.
 """
+
 import hashlib
 import time
 

@@ -3,6 +3,7 @@
 A site seen from several vantages is several paths; the page lists them and shows one path's
 history and IEPM-BW analyses (paths.py) at a time, keeping quick, full and validate apart.
 """
+
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
@@ -53,20 +54,34 @@ def site_page(request, slug):
     page = page_number(request.GET.get("page"))
     context = {"site": site, "paths": site_paths, "vantage": path, "page": page}
     if path is None:
-        rows, has_next = pagecache.for_site(site, "table", lambda: history.recent_page(site, page, TABLE_PAGE_SIZE),
-                                            page)
+        rows, has_next = pagecache.for_site(
+            site, "table", lambda: history.recent_page(site, page, TABLE_PAGE_SIZE), page
+        )
         return render(request, "measure/site.html", {**context, "table": {"rows": rows, "has_next": has_next}})
     vantage_id = path["vantage"]
     counts = {mode: path[mode] for mode in paths.MODES}
     mode = request.GET.get("mode") or max(paths.MODES, key=lambda m: counts[m])
     if mode not in paths.MODES:
-        return HttpResponseBadRequest(f"mode={mode!r} is not a mode: use quick, full or validate, or leave mode out.",
-                                      content_type="text/plain; charset=utf-8")
+        return HttpResponseBadRequest(
+            f"mode={mode!r} is not a mode: use quick, full or validate, or leave mode out.",
+            content_type="text/plain; charset=utf-8",
+        )
     analyses = pagecache.for_site(site, "path", lambda: _analyses(site, vantage_id, mode), vantage_id, mode)
     rows, has_next = pagecache.for_site(
-        site, "path-table", lambda: paths.recent_page(site.pk, vantage_id, page, TABLE_PAGE_SIZE), vantage_id, page)
-    return render(request, "measure/site.html", {**context, **analyses, "mode": mode, "mode_counts": counts,
-                                                 "flag": path["flag"], "table": {"rows": rows, "has_next": has_next}})
+        site, "path-table", lambda: paths.recent_page(site.pk, vantage_id, page, TABLE_PAGE_SIZE), vantage_id, page
+    )
+    return render(
+        request,
+        "measure/site.html",
+        {
+            **context,
+            **analyses,
+            "mode": mode,
+            "mode_counts": counts,
+            "flag": path["flag"],
+            "table": {"rows": rows, "has_next": has_next},
+        },
+    )
 
 
 def _analyses(site, vantage_id, mode):
@@ -80,6 +95,8 @@ def _analyses(site, vantage_id, mode):
         "matrix_lines": [{"congestion": t["congestion"], "lines": t["lines"]} for t in matrix],
         "quick_vs_full": paths.quick_vs_full(site.pk, vantage_id),
     }
+
+
 @require_GET
 def grid_page(request):
     return render(request, "measure/grid.html", {"grid": paths.grid()})

@@ -9,6 +9,7 @@ Like history.py, everything aggregates in the database and returns a bounded amo
 tested every few minutes for a year has 100,000 rows, and its page must cost about what a
 page with ten rows costs. Traces are never read here.
 """
+
 import datetime
 import statistics
 import zoneinfo
@@ -58,11 +59,17 @@ def _since(days, now=None):
 def site_paths(site):
     """The site's paths: one row per vantage that has tested it, with counts per mode and the
     newest test (one grouped query and the vantages' names, as many rows as vantages)."""
-    rows = list(Measurement.objects.filter(site=site).values("vantage")
-                .annotate(total=Count("pk"), done=Count("pk", filter=Q(status="done")),
-                          **{mode: Count("pk", filter=Q(status="done", mode=mode)) for mode in MODES},
-                          last=Max("created_at"))
-                .order_by("vantage"))
+    rows = list(
+        Measurement.objects.filter(site=site)
+        .values("vantage")
+        .annotate(
+            total=Count("pk"),
+            done=Count("pk", filter=Q(status="done")),
+            **{mode: Count("pk", filter=Q(status="done", mode=mode)) for mode in MODES},
+            last=Max("created_at"),
+        )
+        .order_by("vantage")
+    )
     names = dict(Vantage.objects.filter(pk__in=[r["vantage"] for r in rows]).values_list("pk", "name"))
     for row in rows:
         row["name"] = names[row["vantage"]]
@@ -72,9 +79,12 @@ def site_paths(site):
 def paths_by_site(days=GRID_DAYS, now=None):
     """{site pk: [{"name", "vantage"}]} for the paths tested in the last `days` days, for the
     overview's links (one grouped query over the created_at index)."""
-    pairs = (Measurement.objects.filter(created_at__gte=_since(days, now)).values_list("site", "vantage__name",
-                                                                                      "vantage")
-             .distinct().order_by("site", "vantage__name"))
+    pairs = (
+        Measurement.objects.filter(created_at__gte=_since(days, now))
+        .values_list("site", "vantage__name", "vantage")
+        .distinct()
+        .order_by("site", "vantage__name")
+    )
     found = {}
     for site_id, name, vantage_id in pairs:
         found.setdefault(site_id, []).append({"name": name, "vantage": vantage_id})
@@ -83,19 +93,36 @@ def paths_by_site(days=GRID_DAYS, now=None):
 
 # --- history of one path: the charts and the table -----------------------------------------
 
+
 def path_summary(site_id, vantage_id):
     return Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id).aggregate(
-        total=Count("pk"), done=Count("pk", filter=Q(status="done")), failed=Count("pk", filter=Q(status="failed")),
-        first=Min("created_at"), last=Max("created_at"))
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status="done")),
+        failed=Count("pk", filter=Q(status="failed")),
+        first=Min("created_at"),
+        last=Max("created_at"),
+    )
 
 
 def chart_points(site_id, vantage_id, limit=CHART_POINTS):
     """The path's newest `limit` finished tests as chart points (x: ms since the epoch), each
     mode apart; quick points carry their error bar when the prober gave one."""
-    rows = (path_results(site_id, vantage_id).order_by("-created_at")
-            .annotate(headline=headline_expr())
-            .values_list("created_at", "mode", "headline", "quick_mode_entered", "quick_ci_pct", "quick_converged",
-                         "rtt_us", "window_limited", "slug")[:limit])
+    rows = (
+        path_results(site_id, vantage_id)
+        .order_by("-created_at")
+        .annotate(headline=headline_expr())
+        .values_list(
+            "created_at",
+            "mode",
+            "headline",
+            "quick_mode_entered",
+            "quick_ci_pct",
+            "quick_converged",
+            "rtt_us",
+            "window_limited",
+            "slug",
+        )[:limit]
+    )
     series = {mode: [] for mode in MODES}
     rtt = []
     for created_at, mode, headline, entered, ci_pct, converged, rtt_us, limited, slug in reversed(rows):
@@ -118,15 +145,34 @@ def recent_page(site_id, vantage_id, page, size):
     rows = list(
         Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id)
         .select_related("vantage")
-        .only("slug", "mode", "status", "created_at", "duration_s", "streams", "window_bytes", "congestion",
-              "quick_mode_entered", "quick_bps", "cumulative_bps", "rtt_us", "retransmits", "failure_code",
-              "window_limited", "rwnd_limited_pct", "quick_ci_pct", "quick_converged", "vantage__name")
-        .order_by("-created_at")[offset:offset + size + 1]
+        .only(
+            "slug",
+            "mode",
+            "status",
+            "created_at",
+            "duration_s",
+            "streams",
+            "window_bytes",
+            "congestion",
+            "quick_mode_entered",
+            "quick_bps",
+            "cumulative_bps",
+            "rtt_us",
+            "retransmits",
+            "failure_code",
+            "window_limited",
+            "rwnd_limited_pct",
+            "quick_ci_pct",
+            "quick_converged",
+            "vantage__name",
+        )
+        .order_by("-created_at")[offset : offset + size + 1]
     )
     return rows[:size], len(rows) > size
 
 
 # --- window x streams: the IEPM-BW table, its lines and its optimum -------------------------
+
 
 def _cost(cell):
     # Fewest streams first (gentlest on other traffic), then the smallest window; the default
@@ -139,11 +185,19 @@ def settings_matrix(site_id, vantage_id, mode, days=ANALYSIS_DAYS, now=None):
     tested, a cell per (streams, window) with the median rate, the count and how many of those
     runs were window-limited, the best cell, the optimum (the cheapest cell within
     OPTIMUM_WITHIN of the best) and the dates its results span."""
-    rows = (path_results(site_id, vantage_id, mode).filter(created_at__gte=_since(days, now))
-            .values("congestion", "streams", "window_bytes")
-            .annotate(value=Median(headline_expr()), n=Count("pk"), first=Min("created_at"),
-                      last=Max("created_at"), limited=Count("pk", filter=Q(window_limited=True)))
-            .order_by("congestion", "streams", "window_bytes"))
+    rows = (
+        path_results(site_id, vantage_id, mode)
+        .filter(created_at__gte=_since(days, now))
+        .values("congestion", "streams", "window_bytes")
+        .annotate(
+            value=Median(headline_expr()),
+            n=Count("pk"),
+            first=Min("created_at"),
+            last=Max("created_at"),
+            limited=Count("pk", filter=Q(window_limited=True)),
+        )
+        .order_by("congestion", "streams", "window_bytes")
+    )
     tables = {}
     for row in rows:
         if row["value"] is not None:
@@ -161,12 +215,25 @@ def _table(congestion, cells):
     grid = []
     for s in streams:
         grid.append({"streams": s, "cells": [_cell(by_key.get((s, w)), best, optimum) for w in windows]})
-    lines = [{"streams": s, "points": [{"x": c["window_bytes"], "y": c["value"], "n": c["n"]}
-                                       for c in cells if c["streams"] == s and c["window_bytes"]]}
-             for s in streams]
+    lines = [
+        {
+            "streams": s,
+            "points": [
+                {"x": c["window_bytes"], "y": c["value"], "n": c["n"]}
+                for c in cells
+                if c["streams"] == s and c["window_bytes"]
+            ],
+        }
+        for s in streams
+    ]
     return {
-        "congestion": congestion, "windows": windows, "rows": grid, "best": best, "optimum": optimum,
-        "first": min(c["first"] for c in cells), "last": max(c["last"] for c in cells),
+        "congestion": congestion,
+        "windows": windows,
+        "rows": grid,
+        "best": best,
+        "optimum": optimum,
+        "first": min(c["first"] for c in cells),
+        "last": max(c["last"] for c in cells),
         "tests": sum(c["n"] for c in cells),
         "lines": [line for line in lines if line["points"]],
     }
@@ -176,32 +243,51 @@ def _cell(cell, best, optimum):
     if cell is None:
         return None
     share = cell["value"] / best["value"] if best["value"] else 0.0
-    return {**cell, "share": share, "is_best": cell is best, "is_optimum": cell is optimum,
-            # A cell is marked when most of its runs were held back by the server's window.
-            "window_limited": cell["limited"] * 2 > cell["n"],
-            # Heat: white at 0, the accent blue at the best rate (alpha keeps the text legible).
-            "heat": f"rgba(31, 95, 191, {0.08 + 0.6 * share:.2f})"}
+    return {
+        **cell,
+        "share": share,
+        "is_best": cell is best,
+        "is_optimum": cell is optimum,
+        # A cell is marked when most of its runs were held back by the server's window.
+        "window_limited": cell["limited"] * 2 > cell["n"],
+        # Heat: white at 0, the accent blue at the best rate (alpha keeps the text legible).
+        "heat": f"rgba(31, 95, 191, {0.08 + 0.6 * share:.2f})",
+    }
 
 
 # --- time of day, in the site's own time zone ------------------------------------------------
+
 
 def time_of_day(site, vantage_id, mode, days=ANALYSIS_DAYS, now=None):
     """Median rate by hour of day in the site's time zone for the PROFILE_SETTINGS most tested
     settings: at most 5 x 24 values from two grouped queries."""
     tz = zoneinfo.ZoneInfo(site.time_zone)
     recent = path_results(site.pk, vantage_id, mode).filter(created_at__gte=_since(days, now))
-    top = list(recent.values("streams", "window_bytes", "congestion").annotate(n=Count("pk"))
-               .order_by("-n", "streams", "window_bytes", "congestion")[:PROFILE_SETTINGS])
+    top = list(
+        recent.values("streams", "window_bytes", "congestion")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "streams", "window_bytes", "congestion")[:PROFILE_SETTINGS]
+    )
     if not top:
         return {"time_zone": site.time_zone, "stat": _stat(), "days": days, "settings": []}
     which = Q()
     for row in top:
         which |= Q(streams=row["streams"], window_bytes=row["window_bytes"], congestion=row["congestion"])
-    hours = (recent.filter(which).annotate(hour=ExtractHour("created_at", tzinfo=tz))
-             .values("streams", "window_bytes", "congestion", "hour")
-             .annotate(value=Median(headline_expr()), n=Count("pk")))
-    series = {(r["streams"], r["window_bytes"], r["congestion"]): {"label": setting_label(r["streams"],
-              r["window_bytes"], r["congestion"]), "bps": [None] * 24, "n": [0] * 24, "tests": r["n"]} for r in top}
+    hours = (
+        recent.filter(which)
+        .annotate(hour=ExtractHour("created_at", tzinfo=tz))
+        .values("streams", "window_bytes", "congestion", "hour")
+        .annotate(value=Median(headline_expr()), n=Count("pk"))
+    )
+    series = {
+        (r["streams"], r["window_bytes"], r["congestion"]): {
+            "label": setting_label(r["streams"], r["window_bytes"], r["congestion"]),
+            "bps": [None] * 24,
+            "n": [0] * 24,
+            "tests": r["n"],
+        }
+        for r in top
+    }
     for row in hours:
         line = series[(row["streams"], row["window_bytes"], row["congestion"])]
         line["bps"][row["hour"]] = row["value"]
@@ -215,6 +301,7 @@ def _stat():
 
 # --- quick vs full: the paper's Figure 7 from validate runs, and what quick mode saved ------
 
+
 class Percentile(Median):
     """percentile_cont(fraction) on PostgreSQL (the mean elsewhere, as Median)."""
 
@@ -223,33 +310,52 @@ class Percentile(Median):
         super().__init__(expression, **extra)
 
     def as_postgresql(self, compiler, conn, **extra):
-        return self.as_sql(compiler, conn, template=f"percentile_cont({self.fraction!r}) WITHIN GROUP "
-                                                    "(ORDER BY %(expressions)s)", **extra)
+        return self.as_sql(
+            compiler,
+            conn,
+            template=f"percentile_cont({self.fraction!r}) WITHIN GROUP (ORDER BY %(expressions)s)",
+            **extra,
+        )
 
 
 def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATTER_POINTS):
     since = _since(days, now)
     validate = path_results(site_id, vantage_id, "validate").filter(
-        created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False)
-    points = [{"x": full, "y": quick, "error_pct": err, "ci_pct": ci, "slug": slug}
-              for full, quick, err, ci, slug in validate.order_by("-created_at").values_list(
-                  "full_bps", "validate_quick_bps", "validate_error_pct", "validate_quick_ci_pct", "slug")[:limit]]
+        created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False
+    )
+    points = [
+        {"x": full, "y": quick, "error_pct": err, "ci_pct": ci, "slug": slug}
+        for full, quick, err, ci, slug in validate.order_by("-created_at").values_list(
+            "full_bps", "validate_quick_bps", "validate_error_pct", "validate_quick_ci_pct", "slug"
+        )[:limit]
+    ]
     if connection.vendor == "postgresql":
-        error = validate.aggregate(n=Count("pk"), median=Percentile(Abs("validate_error_pct"), 0.5),
-                                   p90=Percentile(Abs("validate_error_pct"), 0.9))
+        error = validate.aggregate(
+            n=Count("pk"),
+            median=Percentile(Abs("validate_error_pct"), 0.5),
+            p90=Percentile(Abs("validate_error_pct"), 0.9),
+        )
     else:
         # No ordered-set aggregates (SQLite, make run's default): the plotted points' errors.
         errors = sorted(abs(p["error_pct"]) for p in points if p["error_pct"] is not None)
-        error = {"n": len(errors), "median": statistics.median(errors) if errors else None,
-                 "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None}
+        error = {
+            "n": len(errors),
+            "median": statistics.median(errors) if errors else None,
+            "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
+        }
     quick = path_results(site_id, vantage_id, "quick").filter(created_at__gte=since, quick_mode_entered=True)
-    saved = quick.aggregate(n=Count("pk"), time_s=Sum(F("full_time_s") - F("elapsed_s")),
-                            bytes=Sum(F("full_bytes_estimate") - F("bytes_sent")),
-                            time_pct=Median("time_saved_pct"), traffic_pct=Median("traffic_saved_pct"))
+    saved = quick.aggregate(
+        n=Count("pk"),
+        time_s=Sum(F("full_time_s") - F("elapsed_s")),
+        bytes=Sum(F("full_bytes_estimate") - F("bytes_sent")),
+        time_pct=Median("time_saved_pct"),
+        traffic_pct=Median("traffic_saved_pct"),
+    )
     return {"stat": _stat(), "days": days, "error": error, "points": points, "limit": limit, "saved": saved}
 
 
 # --- the series alerts and the grid compare ---------------------------------------------------
+
 
 def series_key(measurement, same_settings):
     """Names the results a measurement is compared with: all of its path and mode ("any"), or
@@ -263,20 +369,29 @@ def series_before(measurement, same_settings, since, limit):
     """The newest `limit` results of the measurement's path, mode (and settings) created at or
     before it and after `since`, newest first, as (pk, slug, created_at, bps). One indexed query."""
     qs = path_results(measurement.site_id, measurement.vantage_id, measurement.mode).filter(
-        created_at__gte=since, created_at__lte=measurement.created_at)
+        created_at__gte=since, created_at__lte=measurement.created_at
+    )
     if same_settings:
-        qs = qs.filter(streams=measurement.streams, window_bytes=measurement.window_bytes,
-                       congestion=measurement.congestion)
-    rows = (qs.annotate(bps=headline_expr()).exclude(bps=None)
-            .order_by("-created_at", "-pk").values_list("pk", "slug", "created_at", "bps")[:limit])
+        qs = qs.filter(
+            streams=measurement.streams, window_bytes=measurement.window_bytes, congestion=measurement.congestion
+        )
+    rows = (
+        qs.annotate(bps=headline_expr())
+        .exclude(bps=None)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", "slug", "created_at", "bps")[:limit]
+    )
     return list(rows)
 
 
 # --- the grid: every path's latest result against its own baseline -------------------------
 
 # Cell colours: the latest result as a share of the path's baseline.
-GRID_LEVELS = ((0.9, "ok", "at or above 90 % of its baseline"), (0.7, "warn", "70-90 % of its baseline"),
-               (0.0, "bad", "below 70 % of its baseline"))
+GRID_LEVELS = (
+    (0.9, "ok", "at or above 90 % of its baseline"),
+    (0.7, "warn", "70-90 % of its baseline"),
+    (0.0, "bad", "below 70 % of its baseline"),
+)
 GRID_MIN_BASELINE = 3
 
 
@@ -288,20 +403,50 @@ def grid(now=None):
 
     sites = list(Site.objects.filter(enabled=True).order_by("name"))
     vantages = list(Vantage.objects.filter(enabled=True).order_by("name"))
-    ranked = (Measurement.objects.filter(status="done", created_at__gte=_since(GRID_DAYS, now))
-              .annotate(bps=headline_expr(), rn=Window(
-                  RowNumber(), partition_by=[F("site_id"), F("vantage_id"), F("mode"), F("streams"),
-                                             F("window_bytes"), F("congestion")],
-                  order_by=[F("created_at").desc(), F("pk").desc()]))
-              .filter(rn__lte=GRID_BASELINE + 1)
-              .values_list("site_id", "vantage_id", "mode", "streams", "window_bytes", "congestion", "rn",
-                           "created_at", "bps", "slug", "window_limited"))
+    ranked = (
+        Measurement.objects.filter(status="done", created_at__gte=_since(GRID_DAYS, now))
+        .annotate(
+            bps=headline_expr(),
+            rn=Window(
+                RowNumber(),
+                partition_by=[
+                    F("site_id"),
+                    F("vantage_id"),
+                    F("mode"),
+                    F("streams"),
+                    F("window_bytes"),
+                    F("congestion"),
+                ],
+                order_by=[F("created_at").desc(), F("pk").desc()],
+            ),
+        )
+        .filter(rn__lte=GRID_BASELINE + 1)
+        .values_list(
+            "site_id",
+            "vantage_id",
+            "mode",
+            "streams",
+            "window_bytes",
+            "congestion",
+            "rn",
+            "created_at",
+            "bps",
+            "slug",
+            "window_limited",
+        )
+    )
     series = {}
     for site_id, vantage_id, mode, streams, window, cc, rn, created_at, bps, slug, limited in ranked:
         entry = series.setdefault((site_id, vantage_id, mode, streams, window, cc), {"rest": []})
         if rn == 1:
-            entry.update(at=created_at, bps=bps, slug=slug, mode=mode, limited=bool(limited),
-                         setting=setting_label(streams, window, cc))
+            entry.update(
+                at=created_at,
+                bps=bps,
+                slug=slug,
+                mode=mode,
+                limited=bool(limited),
+                setting=setting_label(streams, window, cc),
+            )
         elif bps is not None:
             entry["rest"].append(bps)
     latest = {}
@@ -309,10 +454,14 @@ def grid(now=None):
         if "at" in entry and ((site_id, vantage_id) not in latest or entry["at"] > latest[(site_id, vantage_id)]["at"]):
             latest[(site_id, vantage_id)] = entry
     flags = path_flags()
-    rows = [{"site": site, "cells": [_grid_cell(latest.get((site.pk, v.pk)), flags.get((site.pk, v.pk)), v)
-                                     for v in vantages]} for site in sites]
-    return {"vantages": vantages, "rows": rows, "days": GRID_DAYS, "baseline": GRID_BASELINE,
-            "levels": GRID_LEVELS}
+    rows = [
+        {
+            "site": site,
+            "cells": [_grid_cell(latest.get((site.pk, v.pk)), flags.get((site.pk, v.pk)), v) for v in vantages],
+        }
+        for site in sites
+    ]
+    return {"vantages": vantages, "rows": rows, "days": GRID_DAYS, "baseline": GRID_BASELINE, "levels": GRID_LEVELS}
 
 
 def _grid_cell(entry, flag, vantage):

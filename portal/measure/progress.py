@@ -1,5 +1,6 @@
 """Live progress of a running measurement, kept in the Django cache by the worker (Redis when
 REDIS_URL is set, so the web process sees what the worker writes)."""
+
 from django.conf import settings
 from django.core.cache import cache
 
@@ -15,7 +16,9 @@ def _key(measurement_id):
 
 
 def write(measurement_id, phase, elapsed_s=0.0, samples=()):
-    cache.set(_key(measurement_id), {"phase": str(phase), "elapsed_s": float(elapsed_s), "samples": list(samples)}, TTL_S)
+    cache.set(
+        _key(measurement_id), {"phase": str(phase), "elapsed_s": float(elapsed_s), "samples": list(samples)}, TTL_S
+    )
 
 
 def clear(measurement_id):
@@ -29,7 +32,9 @@ def read(measurement_id):
     if state is not None:
         return state
     status = Measurement.objects.filter(pk=measurement_id).values_list("status", flat=True).first()
-    phase = {Status.RUNNING: Phase.CONNECTING, Status.DONE: Phase.DONE, Status.FAILED: Phase.FAILED}.get(status, Phase.QUEUED)
+    phase = {Status.RUNNING: Phase.CONNECTING, Status.DONE: Phase.DONE, Status.FAILED: Phase.FAILED}.get(
+        status, Phase.QUEUED
+    )
     return {"phase": phase.value, "elapsed_s": 0.0, "samples": []}
 
 

@@ -7,6 +7,7 @@ ran, a pending one the duration it asked for). A user's limits come from their o
 else the most generous of their groups' rows, else the QUOTA_* settings; a blank field means no
 limit. Staff are exempt, and so are sweeps (they have no requesting user).
 """
+
 import math
 from dataclasses import dataclass
 from datetime import timedelta
@@ -68,15 +69,22 @@ def check(user, duration_s, now=None):
         if pending.count() >= limits.max_pending:
             raise QuotaExceeded(
                 f"You have {limits.max_pending} tests queued or running, the most allowed at once: "
-                "wait for one to finish, then ask again.", settings.QUOTA_PENDING_RETRY_S)
+                "wait for one to finish, then ask again.",
+                settings.QUOTA_PENDING_RETRY_S,
+            )
     if limits.tests_per_hour is not None:
-        hour = list(mine.filter(created_at__gt=now - timedelta(hours=1)).order_by("-created_at")
-                    .values_list("created_at", flat=True)[:limits.tests_per_hour])
+        hour = list(
+            mine.filter(created_at__gt=now - timedelta(hours=1))
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)[: limits.tests_per_hour]
+        )
         if len(hour) >= limits.tests_per_hour:
             frees_at = hour[-1] + timedelta(hours=1)
             raise QuotaExceeded(
                 f"You have requested {limits.tests_per_hour} tests in the last hour, the most allowed: "
-                f"the next one can be requested at {frees_at:%H:%M:%S} UTC.", (frees_at - now).total_seconds())
+                f"the next one can be requested at {frees_at:%H:%M:%S} UTC.",
+                (frees_at - now).total_seconds(),
+            )
     if limits.test_seconds_per_day is not None:
         _check_seconds(mine, limits.test_seconds_per_day, duration_s, now)
 
@@ -99,4 +107,5 @@ def _check_seconds(mine, budget_s, duration_s, now):
     raise QuotaExceeded(
         f"This {duration_s} s test would take you past {budget_s} test-seconds in 24 hours "
         f"({used:.0f} s used, {left:.0f} s left): ask for a shorter test, or wait.",
-        (retry_at - now).total_seconds())
+        (retry_at - now).total_seconds(),
+    )

@@ -1,4 +1,5 @@
 """Fails measurements that can no longer finish, so none stays `running` or `queued` forever."""
+
 import logging
 from datetime import timedelta
 
@@ -22,22 +23,35 @@ def reap(now=None, heartbeat_s=None, queued_s=None):
     lost = list(Measurement.objects.filter(silent).values_list("pk", flat=True))
     # The condition is repeated in the UPDATE so a heartbeat that lands in between wins.
     lost_count = Measurement.objects.filter(silent, pk__in=lost).update(
-        status=Status.FAILED, finished_at=now, failure_code=FailureCode.WORKER_LOST,
-        failure_reason=f"worker lost: no heartbeat from the worker for more than {heartbeat_s:g} s; the test was abandoned.")
+        status=Status.FAILED,
+        finished_at=now,
+        failure_code=FailureCode.WORKER_LOST,
+        failure_reason=f"worker lost: no heartbeat from the worker for more than {heartbeat_s:g} s; the test was abandoned.",
+    )
     old = now - timedelta(seconds=queued_s)
     stuck = list(Measurement.objects.filter(status=Status.QUEUED, created_at__lt=old).values_list("pk", flat=True))
     stuck_count = Measurement.objects.filter(pk__in=stuck, status=Status.QUEUED, created_at__lt=old).update(
-        status=Status.FAILED, finished_at=now, failure_code=FailureCode.QUEUED_TOO_LONG,
+        status=Status.FAILED,
+        finished_at=now,
+        failure_code=FailureCode.QUEUED_TOO_LONG,
         failure_reason=f"not started within {queued_s:g} s: no worker took it from its vantage's queue "
-                       f"(the vantage may be offline, or the site stayed busy).")
+        f"(the vantage may be offline, or the site stayed busy).",
+    )
     offline_ids = _fail_queued_of_offline_vantages(now)
     for pk in lost + stuck + offline_ids:
         progress.clear(pk)
     if lost_count or stuck_count or offline_ids:
-        log.warning("reaper failed %d lost running, %d stale queued and %d queued for offline vantages",
-                    lost_count, stuck_count, len(offline_ids))
-    return {FailureCode.WORKER_LOST.value: lost_count, FailureCode.QUEUED_TOO_LONG.value: stuck_count,
-            FailureCode.VANTAGE_OFFLINE.value: len(offline_ids)}
+        log.warning(
+            "reaper failed %d lost running, %d stale queued and %d queued for offline vantages",
+            lost_count,
+            stuck_count,
+            len(offline_ids),
+        )
+    return {
+        FailureCode.WORKER_LOST.value: lost_count,
+        FailureCode.QUEUED_TOO_LONG.value: stuck_count,
+        FailureCode.VANTAGE_OFFLINE.value: len(offline_ids),
+    }
 
 
 def _fail_queued_of_offline_vantages(now):
@@ -49,8 +63,11 @@ def _fail_queued_of_offline_vantages(now):
     for vantage in offline.filter(measurements__status=Status.QUEUED).distinct():
         rows = Measurement.objects.filter(vantage=vantage, status=Status.QUEUED)
         ids = list(rows.values_list("pk", flat=True))
-        rows.filter(pk__in=ids).update(status=Status.FAILED, finished_at=now, failure_code=FailureCode.VANTAGE_OFFLINE,
-                                       failure_reason=vantages.offline_reason(vantage, now) +
-                                       "; the test was not run.")
+        rows.filter(pk__in=ids).update(
+            status=Status.FAILED,
+            finished_at=now,
+            failure_code=FailureCode.VANTAGE_OFFLINE,
+            failure_reason=vantages.offline_reason(vantage, now) + "; the test was not run.",
+        )
         failed += ids
     return failed

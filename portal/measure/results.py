@@ -1,5 +1,6 @@
 """Maps the prober's `result` event (prober/EVENTS.md) onto Measurement columns; which
 columns, and where each is read from, is declared once in vocab.RESULT_FIELDS."""
+
 from .vocab import RESULT_FIELDS
 
 
@@ -42,5 +43,8 @@ def trace_summary(trace_dict):
         if peer is not None:
             window = (window or 0) + peer
     pct = min(100.0, 100.0 * limited_us / elapsed_us) if elapsed_us else None
-    return {"peer_window_bytes": window, "rwnd_limited_pct": pct,
-            "window_limited": None if pct is None else pct >= WINDOW_LIMITED_PCT}
+    return {
+        "peer_window_bytes": window,
+        "rwnd_limited_pct": pct,
+        "window_limited": None if pct is None else pct >= WINDOW_LIMITED_PCT,
+    }

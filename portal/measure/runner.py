@@ -4,6 +4,7 @@ is prober/EVENTS.md) into progress and a trace, and stores the outcome.
 The task in tasks.py only calls run() and turns TryLater into a Celery retry; the prober
 process itself (start, read, stop) is workers/prober.py.
 """
+
 import functools
 import json
 import logging
@@ -56,8 +57,20 @@ def backoff(attempt):
 
 def prober_command(measurement):
     m = measurement
-    cmd = [settings.QUICKPROBE_BIN, "-c", m.site.host, "-p", str(m.site.port), "-t", str(m.duration_s),
-           "-P", str(m.streams), "--mode", m.mode, "--json"]
+    cmd = [
+        settings.QUICKPROBE_BIN,
+        "-c",
+        m.site.host,
+        "-p",
+        str(m.site.port),
+        "-t",
+        str(m.duration_s),
+        "-P",
+        str(m.streams),
+        "--mode",
+        m.mode,
+        "--json",
+    ]
     if m.site.protocol == "iperf2":
         cmd.append("--iperf2")
     if m.window_bytes:
@@ -127,6 +140,7 @@ class EventSink:
 def _reconnecting(write):
     """A dropped database connection (a PostgreSQL restart, pg_terminate_backend) must not
     lose a running test: the write is tried once more on a fresh connection."""
+
     @functools.wraps(write)
     def wrapper(*args, **kwargs):
         try:
@@ -151,7 +165,8 @@ def claim(measurement_id):
     or clock_timestamp() in the same SET, would precede that test's finished_at)."""
     with transaction.atomic():
         claimed = Measurement.objects.filter(pk=measurement_id, status=Status.QUEUED).update(
-            status=Status.RUNNING, failure_code="", failure_reason="")
+            status=Status.RUNNING, failure_code="", failure_reason=""
+        )
         if claimed != 1:
             return False
         now = timezone.now()
@@ -163,14 +178,16 @@ def claim(measurement_id):
 def release(measurement_id):
     """Back to queued, for a retry."""
     Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(
-        status=Status.QUEUED, started_at=None, heartbeat_at=None)
+        status=Status.QUEUED, started_at=None, heartbeat_at=None
+    )
     progress.write(measurement_id, Phase.QUEUED)
 
 
 @_reconnecting
 def fail(measurement_id, code, reason, from_statuses=UNFINISHED_STATUSES):
     updated = Measurement.objects.filter(pk=measurement_id, status__in=from_statuses).update(
-        status=Status.FAILED, failure_code=code[:32], failure_reason=reason, finished_at=timezone.now())
+        status=Status.FAILED, failure_code=code[:32], failure_reason=reason, finished_at=timezone.now()
+    )
     progress.write(measurement_id, Phase.FAILED)
     log.warning("measurement %s failed: %s: %s", measurement_id, code, reason)
     return updated == 1
@@ -181,8 +198,11 @@ def store_result(measurement_id, event, trace_dict):
     """Results and trace in one transaction; only while the row is still ours (running)."""
     with transaction.atomic():
         updated = Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(
-            status=Status.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now(),
-            **result_fields(event, trace_summary(trace_dict)))
+            status=Status.DONE,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            **result_fields(event, trace_summary(trace_dict)),
+        )
         if updated != 1:
             return False
         measurement = Measurement.objects.only("pk").get(pk=measurement_id)
@@ -211,8 +231,13 @@ def run_prober(measurement, sink):
     except OSError as exc:
         return FailureCode.PROBER_MISSING, f"cannot start the prober {cmd[0]}: {exc.strerror or exc}"
     try:
-        ending = prober.follow(proc, sink.handle_line, lambda: heartbeat(measurement.pk),
-                               settings.HEARTBEAT_INTERVAL_S, measurement.duration_s + settings.PROBER_MARGIN_S)
+        ending = prober.follow(
+            proc,
+            sink.handle_line,
+            lambda: heartbeat(measurement.pk),
+            settings.HEARTBEAT_INTERVAL_S,
+            measurement.duration_s + settings.PROBER_MARGIN_S,
+        )
     finally:
         prober.kill_group(proc)
         proc.stdout.close()
@@ -226,14 +251,17 @@ def classify(measurement, ending, outcome):
     limit_s = measurement.duration_s + settings.PROBER_MARGIN_S
     limit = f"duration {measurement.duration_s} s + margin {settings.PROBER_MARGIN_S:g} s"
     if ending.how == "overran":
-        return FailureCode.OVERRAN, (f"prober overran: still running {limit_s:g} s after it started "
-                                     f"(limit: {limit}); it was killed.")
+        return FailureCode.OVERRAN, (
+            f"prober overran: still running {limit_s:g} s after it started (limit: {limit}); it was killed."
+        )
     if ending.how == "no_exit":
-        return FailureCode.OVERRAN, (f"prober overran: closed its output but did not exit within the limit "
-                                     f"({limit}); it was killed.")
+        return FailureCode.OVERRAN, (
+            f"prober overran: closed its output but did not exit within the limit ({limit}); it was killed."
+        )
     if ending.how == "stopped":
-        return FailureCode.ABANDONED, ("the measurement was failed by the reaper or cancelled while it ran; "
-                                       "the prober was stopped.")
+        return FailureCode.ABANDONED, (
+            "the measurement was failed by the reaper or cancelled while it ran; the prober was stopped."
+        )
     if ending.how == "bad_output":
         return FailureCode.PROBER_OUTPUT, f"unreadable prober output: {ending.detail}"
     if (outcome.result is not None and ending.returncode == 0) or outcome.error_code:
@@ -259,11 +287,18 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
     except IntegrityError:
         # Another measurement of this site is running (possibly from another vantage).
         if site_busy_attempts >= settings.SITE_BUSY_RETRIES:
-            fail(measurement_id, FailureCode.SITE_BUSY, f"the site stayed busy with other measurements through "
-                                              f"{site_busy_attempts + 1} attempts; try again later.")
+            fail(
+                measurement_id,
+                FailureCode.SITE_BUSY,
+                f"the site stayed busy with other measurements through "
+                f"{site_busy_attempts + 1} attempts; try again later.",
+            )
             return None
-        raise TryLater(backoff(site_busy_attempts), "site busy",
-                       {"site_busy_attempts": site_busy_attempts + 1, "server_busy_attempts": server_busy_attempts})
+        raise TryLater(
+            backoff(site_busy_attempts),
+            "site busy",
+            {"site_busy_attempts": site_busy_attempts + 1, "server_busy_attempts": server_busy_attempts},
+        )
 
     try:
         return _run_claimed(measurement_id, site_busy_attempts, server_busy_attempts)
@@ -271,8 +306,12 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
         raise
     except BaseException:
         # Whatever broke, the row must not wait for the reaper to learn it.
-        fail(measurement_id, FailureCode.INTERNAL, "the worker hit an internal error while running the measurement "
-                                         "(see the worker's log).", from_statuses=(Status.RUNNING,))
+        fail(
+            measurement_id,
+            FailureCode.INTERNAL,
+            "the worker hit an internal error while running the measurement (see the worker's log).",
+            from_statuses=(Status.RUNNING,),
+        )
         raise
 
 
@@ -289,16 +328,26 @@ def _run_claimed(measurement_id, site_busy_attempts, server_busy_attempts):
     if outcome.error_code == FailureCode.SERVER_BUSY:
         if server_busy_attempts < settings.SERVER_BUSY_RETRIES:
             release(measurement_id)
-            raise TryLater(backoff(server_busy_attempts), "iperf server busy",
-                           {"site_busy_attempts": site_busy_attempts, "server_busy_attempts": server_busy_attempts + 1})
-        fail(measurement_id, FailureCode.SERVER_BUSY,
-             f"the iperf server at {measurement.site.host}:{measurement.site.port} was busy with another client's test "
-             f"on {server_busy_attempts + 1} attempts; last answer: {outcome.error_message}",
-             from_statuses=(Status.RUNNING,))
+            raise TryLater(
+                backoff(server_busy_attempts),
+                "iperf server busy",
+                {"site_busy_attempts": site_busy_attempts, "server_busy_attempts": server_busy_attempts + 1},
+            )
+        fail(
+            measurement_id,
+            FailureCode.SERVER_BUSY,
+            f"the iperf server at {measurement.site.host}:{measurement.site.port} was busy with another client's test "
+            f"on {server_busy_attempts + 1} attempts; last answer: {outcome.error_message}",
+            from_statuses=(Status.RUNNING,),
+        )
         return None
     if outcome.error_code:
-        fail(measurement_id, outcome.error_code, outcome.error_message or outcome.error_code,
-             from_statuses=(Status.RUNNING,))
+        fail(
+            measurement_id,
+            outcome.error_code,
+            outcome.error_message or outcome.error_code,
+            from_statuses=(Status.RUNNING,),
+        )
         return None
     sink.phase = Phase.STORING
     sink.flush_progress(force=True)

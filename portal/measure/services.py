@@ -1,4 +1,5 @@
 """Creating measurements: the one path from a valid form (page or API) to a queued task."""
+
 import logging
 
 from django.contrib.auth import get_user_model

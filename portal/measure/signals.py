@@ -3,6 +3,7 @@
 measure never imports its listeners: an app that wants to react to results connects here in
 its AppConfig.ready().
 """
+
 from django.dispatch import Signal
 
 # Sent once a finished measurement's result and trace are committed (never inside the

@@ -1,6 +1,7 @@
 """Celery tasks of the measure app. Each is thin: it takes primary keys or names, calls the
 module that does the work, and turns runner.TryLater into a Celery retry. Names are the
 constants in vocab.py (senders use them; renaming one would strand queued messages)."""
+
 import logging
 
 from celery import shared_task

@@ -3,15 +3,27 @@
 AGGREGATE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
 # snd_wnd_bytes (the peer's receive window) and rwnd_limited_us (cumulative time the peer's
 # window held the sender back) tell a server-window-limited path from a slow one.
-STREAM_KEYS = ("cwnd_bytes", "ssthresh_bytes", "rtt_us", "bytes_acked", "total_retrans", "snd_wnd_bytes",
-               "rwnd_limited_us", "bbr_mode", "bbr_bw_bps", "bbr_min_rtt_us", "bbr_pacing_gain", "bbr_cwnd_gain")
+STREAM_KEYS = (
+    "cwnd_bytes",
+    "ssthresh_bytes",
+    "rtt_us",
+    "bytes_acked",
+    "total_retrans",
+    "snd_wnd_bytes",
+    "rwnd_limited_us",
+    "bbr_mode",
+    "bbr_bw_bps",
+    "bbr_min_rtt_us",
+    "bbr_pacing_gain",
+    "bbr_cwnd_gain",
+)
 # BBR's state comes as a nested object per stream (null unless the stream runs BBR).
 _BBR_PREFIX = "bbr_"
 
 
 def _stream_value(stream, key):
     if key.startswith(_BBR_PREFIX):
-        return (stream.get("bbr") or {}).get(key[len(_BBR_PREFIX):])
+        return (stream.get("bbr") or {}).get(key[len(_BBR_PREFIX) :])
     return stream.get(key)
 
 
@@ -48,8 +60,10 @@ class TraceBuilder:
     def to_dict(self):
         return {
             **{key: list(values) for key, values in self.columns.items()},
-            "streams": [{"id": sid, **{key: list(v) for key, v in cols.items()}}
-                        for sid, cols in sorted(self.streams.items(), key=lambda item: (item[0] is None, item[0] or 0))],
+            "streams": [
+                {"id": sid, **{key: list(v) for key, v in cols.items()}}
+                for sid, cols in sorted(self.streams.items(), key=lambda item: (item[0] is None, item[0] or 0))
+            ],
             "slow_start_end_s": self.slow_start_end_s,
         }
 
@@ -64,9 +78,14 @@ def trace_csv_rows(trace):
     stream field existed have no column for it (rather than a column of blanks)."""
     data = trace if isinstance(trace, dict) else trace.to_dict()
     streams = data.get("streams") or []
-    keys = [key for key in STREAM_KEYS if streams and key in streams[0]
-            # BBR's columns only when some stream ran BBR: a CUBIC trace has no use for them.
-            and (not key.startswith(_BBR_PREFIX) or any(v is not None for s in streams for v in s[key]))]
+    keys = [
+        key
+        for key in STREAM_KEYS
+        if streams
+        and key in streams[0]
+        # BBR's columns only when some stream ran BBR: a CUBIC trace has no use for them.
+        and (not key.startswith(_BBR_PREFIX) or any(v is not None for s in streams for v in s[key]))
+    ]
     yield list(AGGREGATE_KEYS) + [f"s{s['id']}_{key}" for s in streams for key in keys]
     for i, t in enumerate(data.get("t") or []):
         row = [t] + [_cell(data[key][i]) for key in AGGREGATE_KEYS[1:]]

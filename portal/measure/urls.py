@@ -1,4 +1,5 @@
 """The pages of the measure app (the API has its own urlconf, api_urls.py)."""
+
 from django.urls import path
 
 from . import pathpages, views

@@ -2,6 +2,7 @@
 congestion controls), its registration when its worker starts, every write of
 Vantage.last_seen (at registration, periodically from the worker, and when a test starts),
 and what counts as online: a worker heartbeat within VANTAGE_OFFLINE_S."""
+
 import logging
 import os
 import threading
@@ -55,8 +56,11 @@ def available_congestion_controls():
 
 def register_vantage(name, description=None):
     """Creates or refreshes this host's Vantage; an admin's description and enabled flag stay."""
-    defaults = {"kernel": os.uname().release, "congestion_controls": available_congestion_controls(),
-                "last_seen": timezone.now()}
+    defaults = {
+        "kernel": os.uname().release,
+        "congestion_controls": available_congestion_controls(),
+        "last_seen": timezone.now(),
+    }
     vantage, created = Vantage.objects.update_or_create(name=name, defaults=defaults)
     if created or (description and not vantage.description):
         vantage.description = description or f"prober host {os.uname().nodename}"
@@ -92,8 +96,10 @@ def offline_reason(vantage, now=None):
         return f"vantage {vantage.name} is disabled"
     if vantage.last_seen is None:
         return f"vantage {vantage.name} is offline: its worker has never been seen"
-    return (f"vantage {vantage.name} is offline: no heartbeat from its worker since "
-            f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.VANTAGE_OFFLINE_S:g} s)")
+    return (
+        f"vantage {vantage.name} is offline: no heartbeat from its worker since "
+        f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.VANTAGE_OFFLINE_S:g} s)"
+    )
 
 
 def own_vantage(worker_app):
@@ -138,8 +144,9 @@ class VantagePresence(bootsteps.StartStopStep):
             # while the consumer reconnects to a broker that is down, and a live vantage would then
             # look offline and have its queued tests failed (tests/faults/test_redis_faults.py).
             self.stopping = threading.Event()
-            threading.Thread(target=_refresh_every, args=(name, self.stopping), daemon=True,
-                             name="vantage-presence").start()
+            threading.Thread(
+                target=_refresh_every, args=(name, self.stopping), daemon=True, name="vantage-presence"
+            ).start()
 
     def stop(self, worker):
         if self.stopping is not None:

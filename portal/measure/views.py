@@ -94,8 +94,11 @@ def measurement(request, slug):
             return HttpResponse(status=286, headers={"HX-Refresh": "true"})
         # The status badge sits outside the polled element: it rides along out of band.
         return render(request, "measure/measurement.html#progress", {**_progress_context(m), "oob": True})
-    context = {"m": m, "og_url": request.build_absolute_uri(m.get_absolute_url()),
-               "show_failure_detail": m.failure_detail_visible_to(request.user)}
+    context = {
+        "m": m,
+        "og_url": request.build_absolute_uri(m.get_absolute_url()),
+        "show_failure_detail": m.failure_detail_visible_to(request.user),
+    }
     if not m.is_finished:
         context.update(_progress_context(m))
         return render(request, "measure/measurement.html", context)
@@ -118,8 +121,11 @@ def _chart_trace(m):
     if trace is None:
         return None
     data = thin_trace(trace.to_dict())
-    return {"json": json_script(data, "trace-data"), "streams": len(data.get("streams") or []),
-            "stride": data.get("stride")}
+    return {
+        "json": json_script(data, "trace-data"),
+        "streams": len(data.get("streams") or []),
+        "stride": data.get("stride"),
+    }
 
 
 def thin_trace(data, limit=CHART_MAX_SAMPLES):
@@ -128,19 +134,28 @@ def thin_trace(data, limit=CHART_MAX_SAMPLES):
     stride = -(-n // limit) if n > limit else 1
     if stride == 1:
         return data
-    thinned = {key: (value[::stride] if isinstance(value, list) and key != "streams" else value)
-               for key, value in data.items()}
-    thinned["streams"] = [{key: (value[::stride] if isinstance(value, list) else value) for key, value in s.items()}
-                          for s in data.get("streams") or []]
+    thinned = {
+        key: (value[::stride] if isinstance(value, list) and key != "streams" else value) for key, value in data.items()
+    }
+    thinned["streams"] = [
+        {key: (value[::stride] if isinstance(value, list) else value) for key, value in s.items()}
+        for s in data.get("streams") or []
+    ]
     thinned["stride"] = stride
     return thinned
 
 
 # The steps of the progress bar; the other phases share one of them.
-PHASE_STEPS = [(phase.value, phase.label) for phase in (Phase.QUEUED, Phase.CONNECTING, Phase.SLOW_START,
-                                                        Phase.MEASURING, Phase.STORING)]
-_PHASE_STEP = {Phase.FULL: Phase.MEASURING, Phase.FINISHING: Phase.STORING, Phase.DONE: Phase.STORING,
-               Phase.FAILED: Phase.STORING}
+PHASE_STEPS = [
+    (phase.value, phase.label)
+    for phase in (Phase.QUEUED, Phase.CONNECTING, Phase.SLOW_START, Phase.MEASURING, Phase.STORING)
+]
+_PHASE_STEP = {
+    Phase.FULL: Phase.MEASURING,
+    Phase.FINISHING: Phase.STORING,
+    Phase.DONE: Phase.STORING,
+    Phase.FAILED: Phase.STORING,
+}
 
 
 def _progress_context(m):
@@ -157,10 +172,16 @@ def _progress_context(m):
     for i, (key, label) in enumerate(PHASE_STEPS):
         if key == Phase.MEASURING and phase == Phase.FULL:
             label = Phase.FULL.label
-        steps.append({"key": key, "label": label,
-                      "state": "past" if i < current else "current" if i == current else "future"})
-    return {"m": m, "phase": phase, "steps": steps, "elapsed_s": state.get("elapsed_s"),
-            "samples": state.get("samples") or []}
+        steps.append(
+            {"key": key, "label": label, "state": "past" if i < current else "current" if i == current else "future"}
+        )
+    return {
+        "m": m,
+        "phase": phase,
+        "steps": steps,
+        "elapsed_s": state.get("elapsed_s"),
+        "samples": state.get("samples") or [],
+    }
 
 
 def _get_trace(slug):

@@ -11,6 +11,7 @@ Adding a result field: append a ResultField to RESULT_FIELDS and run makemigrati
 model column, the runner's copy from the `result` event, the API's `results`, the CSV column
 and the admin's read-only list all come from this declaration.
 """
+
 from dataclasses import dataclass
 
 from django.db import models
@@ -60,12 +61,18 @@ class FailureCode(models.TextChoices):
     # Set by the portal.
     WORKER_LOST = "worker_lost", "the worker stopped heartbeating mid-test (killed, host down); the reaper failed it"
     QUEUED_TOO_LONG = "queued_too_long", "no worker took the test from its vantage's queue within REAPER_QUEUED_S"
-    TASK_LOST = "task_lost", "its task vanished from the broker (Redis restart, killed worker) more than WATCHDOG_MAX_RESENDS times"
+    TASK_LOST = (
+        "task_lost",
+        "its task vanished from the broker (Redis restart, killed worker) more than WATCHDOG_MAX_RESENDS times",
+    )
     SITE_BUSY = "site_busy", "other measurements of the site kept it busy through SITE_BUSY_RETRIES attempts"
     OVERRAN = "overran", "the prober ran past duration + PROBER_MARGIN_S and was killed"
     ABANDONED = "abandoned", "the row was failed (reaped or cancelled) while the prober ran; the prober was stopped"
     CANCELLED = "cancelled", "an administrator cancelled the test (admin action)"
-    VANTAGE_OFFLINE = "vantage_offline", "the vantage's worker stopped heartbeating; its queued tests were failed at once"
+    VANTAGE_OFFLINE = (
+        "vantage_offline",
+        "the vantage's worker stopped heartbeating; its queued tests were failed at once",
+    )
     PROBER_MISSING = "prober_missing", "the worker could not start the prober binary (QUICKPROBE_BIN)"
     PROBER_OUTPUT = "prober_output", "the prober wrote something that is not a JSON Lines event (EVENTS.md)"
     PROBER_CRASHED = "prober_crashed", "the prober exited (or was killed) without a result or error event"
@@ -76,7 +83,10 @@ class FailureCode(models.TextChoices):
     CONNECT_REFUSED = "connect_refused", "nothing listens on the site's port"
     CONNECT_TIMEOUT = "connect_timeout", "no answer to connect within the connect timeout"
     SERVER_BUSY = "server_busy", "the iperf server was busy with another client through SERVER_BUSY_RETRIES attempts"
-    SERVER_CLOSED = "server_closed", "the server accepted and closed without a byte: not an iperf3 server, or it refuses us"
+    SERVER_CLOSED = (
+        "server_closed",
+        "the server accepted and closed without a byte: not an iperf3 server, or it refuses us",
+    )
     SERVER_ERROR = "server_error", "the iperf3 server reported an error (its code and errno are in the reason)"
     AUTH_REQUIRED = "auth_required", "the iperf3 server wants RSA authentication"
     PROTOCOL = "protocol", "the server sent garbage, oversized or unexpected messages"
@@ -96,11 +106,23 @@ def public_failure_reason(code):
     return "the test failed (see the code)"
 
 
-PROBER_CODES = frozenset({
-    FailureCode.USAGE, FailureCode.DNS, FailureCode.CONNECT_REFUSED, FailureCode.CONNECT_TIMEOUT,
-    FailureCode.SERVER_BUSY, FailureCode.SERVER_CLOSED, FailureCode.SERVER_ERROR, FailureCode.AUTH_REQUIRED, FailureCode.PROTOCOL,
-    FailureCode.TIMEOUT, FailureCode.CONGESTION, FailureCode.INTERRUPTED, FailureCode.IO,
-})
+PROBER_CODES = frozenset(
+    {
+        FailureCode.USAGE,
+        FailureCode.DNS,
+        FailureCode.CONNECT_REFUSED,
+        FailureCode.CONNECT_TIMEOUT,
+        FailureCode.SERVER_BUSY,
+        FailureCode.SERVER_CLOSED,
+        FailureCode.SERVER_ERROR,
+        FailureCode.AUTH_REQUIRED,
+        FailureCode.PROTOCOL,
+        FailureCode.TIMEOUT,
+        FailureCode.CONGESTION,
+        FailureCode.INTERRUPTED,
+        FailureCode.IO,
+    }
+)
 
 # Celery task names: the contract between whoever sends a task and the worker that runs it.
 TASK_RUN = "measure.run"
@@ -141,8 +163,12 @@ class ResultField:
         if self.kind == "str":
             # "" rather than NULL for an unknown string, as Django wants for CharField.
             return models.CharField(max_length=self.max_length, blank=True)
-        kinds = {"float": models.FloatField, "bigint": models.BigIntegerField, "int": models.IntegerField,
-                 "bool": models.BooleanField}
+        kinds = {
+            "float": models.FloatField,
+            "bigint": models.BigIntegerField,
+            "int": models.IntegerField,
+            "bool": models.BooleanField,
+        }
         return kinds[self.kind](null=True, blank=True)
 
     def read(self, event):

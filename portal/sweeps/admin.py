@@ -20,8 +20,10 @@ class SweepAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ("name", "enabled")}),
         ("Targets", {"fields": ("all_sites", "sites", "all_vantages", "vantages")}),
-        ("Parameter matrix", {"fields": ("modes_text", "windows_text", "streams_text", "congestion_text",
-                                         "duration_s")}),
+        (
+            "Parameter matrix",
+            {"fields": ("modes_text", "windows_text", "streams_text", "congestion_text", "duration_s")},
+        ),
         ("Schedule and limits", {"fields": ("every_text", "cron", "slip_text", "budget_text")}),
         ("Runs", {"fields": ("recent_runs",)}),
     ]
@@ -52,16 +54,24 @@ class SweepAdmin(admin.ModelAdmin):
         runs = sweep.runs.order_by("-created_at")[:10] if sweep.pk else []
         if not runs:
             return "none yet"
-        return format_html("<ul>{}</ul>", format_html_join(
-            "", '<li><a href="{}">{} UTC</a> ({})</li>',
-            ((r.get_absolute_url(), f"{r.created_at:%Y-%m-%d %H:%M:%S}", r.get_trigger_display()) for r in runs)))
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                '<li><a href="{}">{} UTC</a> ({})</li>',
+                ((r.get_absolute_url(), f"{r.created_at:%Y-%m-%d %H:%M:%S}", r.get_trigger_display()) for r in runs),
+            ),
+        )
 
     @admin.action(description="Run selected sweeps now")
     def run_now(self, request, queryset):
         for sweep in queryset:
             run = planning.fire(sweep.pk, trigger="admin")
-            self.message_user(request, format_html('Sweep {} started: <a href="{}">run {}</a>.', sweep.name,
-                                                   run.get_absolute_url(), run.slug), messages.SUCCESS)
+            self.message_user(
+                request,
+                format_html('Sweep {} started: <a href="{}">run {}</a>.', sweep.name, run.get_absolute_url(), run.slug),
+                messages.SUCCESS,
+            )
 
     @admin.action(description="Pause selected sweeps")
     def pause(self, request, queryset):

@@ -1,5 +1,6 @@
 """Where a sweep meets portal.measure's execution: which vantages are online, and queuing the
 measurements a run planned. Both are measure's own functions; nothing here decides either."""
+
 from portal.measure import dispatch as measure_dispatch
 from portal.measure import vantages as presence
 

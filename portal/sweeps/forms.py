@@ -1,5 +1,6 @@
 """The one validator of a sweep definition: the admin's add / change form and `manage.py sweep
 create` both fill this form and save through it."""
+
 from django import forms
 
 from portal.measure.models import Site, Vantage
@@ -16,27 +17,47 @@ def _known_congestion_controls():
 
 
 class SweepForm(forms.ModelForm):
-    modes_text = forms.CharField(label="Modes", initial="quick",
-                                 help_text="Comma-separated: quick, full, validate.")
-    windows_text = forms.CharField(label="Windows (-w)", required=False, initial="default",
-                                   help_text="Comma-separated sizes, 4K-16M (e.g. 64K,256K,1M); 'default' is the "
-                                             "kernel's own.")
-    streams_text = forms.CharField(label="Streams (-P)", initial="1",
-                                   help_text=f"Comma-separated, {spec.STREAMS_RANGE[0]}-{spec.STREAMS_RANGE[1]} "
-                                             "(e.g. 1,4,16).")
-    congestion_text = forms.CharField(label="Congestion controls (-C)", required=False, initial="default",
-                                      help_text="Comma-separated (e.g. cubic,bbr); 'default' is each vantage's own.")
-    every_text = forms.CharField(label="Every", required=False,
-                                 help_text="Interval: a whole number with s, m, h or d (e.g. 6h). Give this or a "
-                                           "crontab, or neither to run only when asked.")
-    cron = forms.CharField(label="Crontab", required=False,
-                           help_text="Five fields, UTC: minute hour day-of-month month day-of-week (e.g. 0 */6 * * *).")
-    slip_text = forms.CharField(label="Random start offset", required=False, initial="0",
-                                help_text="Each scheduled run starts at a random moment this long after its slot "
-                                          "(pScheduler's sliprand), e.g. 10m; at most 1h and less than the interval.")
-    budget_text = forms.CharField(label="Daily budget per site", required=False,
-                                  help_text="Bytes this sweep may send to one site in 24 h, e.g. 10G (K/M/G/T, "
-                                            "1024-based); blank for no limit.")
+    modes_text = forms.CharField(label="Modes", initial="quick", help_text="Comma-separated: quick, full, validate.")
+    windows_text = forms.CharField(
+        label="Windows (-w)",
+        required=False,
+        initial="default",
+        help_text="Comma-separated sizes, 4K-16M (e.g. 64K,256K,1M); 'default' is the kernel's own.",
+    )
+    streams_text = forms.CharField(
+        label="Streams (-P)",
+        initial="1",
+        help_text=f"Comma-separated, {spec.STREAMS_RANGE[0]}-{spec.STREAMS_RANGE[1]} (e.g. 1,4,16).",
+    )
+    congestion_text = forms.CharField(
+        label="Congestion controls (-C)",
+        required=False,
+        initial="default",
+        help_text="Comma-separated (e.g. cubic,bbr); 'default' is each vantage's own.",
+    )
+    every_text = forms.CharField(
+        label="Every",
+        required=False,
+        help_text="Interval: a whole number with s, m, h or d (e.g. 6h). Give this or a "
+        "crontab, or neither to run only when asked.",
+    )
+    cron = forms.CharField(
+        label="Crontab",
+        required=False,
+        help_text="Five fields, UTC: minute hour day-of-month month day-of-week (e.g. 0 */6 * * *).",
+    )
+    slip_text = forms.CharField(
+        label="Random start offset",
+        required=False,
+        initial="0",
+        help_text="Each scheduled run starts at a random moment this long after its slot "
+        "(pScheduler's sliprand), e.g. 10m; at most 1h and less than the interval.",
+    )
+    budget_text = forms.CharField(
+        label="Daily budget per site",
+        required=False,
+        help_text="Bytes this sweep may send to one site in 24 h, e.g. 10G (K/M/G/T, 1024-based); blank for no limit.",
+    )
 
     class Meta:
         model = Sweep
@@ -49,13 +70,17 @@ class SweepForm(forms.ModelForm):
         self.fields["vantages"].queryset = Vantage.objects.order_by("name")
         sweep = self.instance
         if sweep.pk:
-            self.initial.update({
-                "modes_text": ",".join(sweep.modes), "windows_text": spec.format_windows(sweep.windows),
-                "streams_text": ",".join(str(s) for s in sweep.streams),
-                "congestion_text": ",".join(c or "default" for c in sweep.congestion_controls),
-                "every_text": spec.format_seconds(sweep.every_s), "slip_text": spec.format_seconds(sweep.slip_s) or "0",
-                "budget_text": spec.format_size(sweep.daily_budget_bytes),
-            })
+            self.initial.update(
+                {
+                    "modes_text": ",".join(sweep.modes),
+                    "windows_text": spec.format_windows(sweep.windows),
+                    "streams_text": ",".join(str(s) for s in sweep.streams),
+                    "congestion_text": ",".join(c or "default" for c in sweep.congestion_controls),
+                    "every_text": spec.format_seconds(sweep.every_s),
+                    "slip_text": spec.format_seconds(sweep.slip_s) or "0",
+                    "budget_text": spec.format_size(sweep.daily_budget_bytes),
+                }
+            )
 
     def _parsed(self, field, parser, *args):
         try:
@@ -94,8 +119,11 @@ class SweepForm(forms.ModelForm):
         if every and cron:
             self.add_error("cron", "give an interval or a crontab, not both")
         if slip and every and slip >= every:
-            self.add_error("slip_text", f"random start offset {spec.format_seconds(slip)} must be shorter than "
-                                        f"the interval ({spec.format_seconds(every)})")
+            self.add_error(
+                "slip_text",
+                f"random start offset {spec.format_seconds(slip)} must be shorter than "
+                f"the interval ({spec.format_seconds(every)})",
+            )
         if not cleaned.get("all_sites") and "sites" in cleaned and not cleaned["sites"]:
             self.add_error("sites", "choose at least one site, or tick 'all sites'")
         if not cleaned.get("all_vantages") and "vantages" in cleaned and not cleaned["vantages"]:

@@ -19,24 +19,31 @@ class Sweep(models.Model):
 
     name = models.CharField(max_length=100, unique=True, help_text="Unique; `manage.py sweep run NAME` uses it.")
     all_sites = models.BooleanField(default=True, help_text="Every enabled site at the time of each run.")
-    sites = models.ManyToManyField(Site, blank=True, related_name="+",
-                                   help_text="Used when 'all sites' is off.")
+    sites = models.ManyToManyField(Site, blank=True, related_name="+", help_text="Used when 'all sites' is off.")
     all_vantages = models.BooleanField(default=True, help_text="Every enabled vantage at the time of each run.")
-    vantages = models.ManyToManyField(Vantage, blank=True, related_name="+",
-                                      help_text="Used when 'all vantages' is off.")
+    vantages = models.ManyToManyField(
+        Vantage, blank=True, related_name="+", help_text="Used when 'all vantages' is off."
+    )
     modes = models.JSONField(default=list)
     windows = models.JSONField(default=list, help_text="Bytes; null is the kernel's default.")
     streams = models.JSONField(default=list)
     congestion_controls = models.JSONField(default=list, help_text="'' is each vantage's default.")
     duration_s = models.PositiveSmallIntegerField(
-        default=10, validators=[MinValueValidator(spec.DURATION_RANGE[0]), MaxValueValidator(spec.DURATION_RANGE[1])])
+        default=10, validators=[MinValueValidator(spec.DURATION_RANGE[0]), MaxValueValidator(spec.DURATION_RANGE[1])]
+    )
     every_s = models.PositiveIntegerField(null=True, blank=True)
     cron = models.CharField(max_length=100, blank=True)
     slip_s = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(spec.SLIP_MAX_S)])
     daily_budget_bytes = models.BigIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
-    periodic_task = models.OneToOneField("django_celery_beat.PeriodicTask", null=True, blank=True, editable=False,
-                                         on_delete=models.SET_NULL, related_name="+")
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -54,8 +61,11 @@ class Sweep(models.Model):
 
     def settings_matrix(self):
         """Every (mode, window, streams, congestion) the sweep runs, in a stable order."""
-        return list(itertools.product(self.modes or ["quick"], self.windows or [None], self.streams or [1],
-                                      self.congestion_controls or [""]))
+        return list(
+            itertools.product(
+                self.modes or ["quick"], self.windows or [None], self.streams or [1], self.congestion_controls or [""]
+            )
+        )
 
     @property
     def schedule_text(self):
@@ -113,8 +123,9 @@ class SweepCell(models.Model):
     window_bytes = models.PositiveIntegerField(null=True, blank=True)
     streams = models.PositiveSmallIntegerField()
     congestion = models.CharField(max_length=16, blank=True)
-    measurement = models.OneToOneField(Measurement, null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="sweep_cell")
+    measurement = models.OneToOneField(
+        Measurement, null=True, blank=True, on_delete=models.SET_NULL, related_name="sweep_cell"
+    )
     skip_code = models.CharField(max_length=32, blank=True, choices=SkipCode.choices)
     skip_reason = models.CharField(max_length=300, blank=True)
 

@@ -1,6 +1,7 @@
 """Firing a sweep: a SweepRun plans every cell (site x vantage x setting) at once, in a
 constant number of queries, creates the measurements of the cells that can run and hands them
 to portal.measure's dispatch; every other cell records why it was skipped."""
+
 import logging
 import random
 from datetime import timedelta
@@ -33,9 +34,11 @@ def fire(sweep_id, trigger, now=None):
         return None
     now = now or timezone.now()
     offset = random.uniform(0, sweep.slip_s) if trigger == "beat" and sweep.slip_s else 0.0
-    run = SweepRun.objects.create(sweep=sweep, trigger=trigger, created_at=now,
-                                  starts_at=now + timedelta(seconds=offset))
+    run = SweepRun.objects.create(
+        sweep=sweep, trigger=trigger, created_at=now, starts_at=now + timedelta(seconds=offset)
+    )
     if offset:
+
         def later():
             from celery import current_app
 
@@ -76,17 +79,33 @@ def plan(run_id, sweep=None, now=None):
     for site in sites:
         for vantage in vantages:
             for mode, window, streams, congestion in sweep.settings_matrix():
-                cell = SweepCell(run_id=run_id, site=site, vantage=vantage, mode=mode, window_bytes=window,
-                                 streams=streams, congestion=congestion)
+                cell = SweepCell(
+                    run_id=run_id,
+                    site=site,
+                    vantage=vantage,
+                    mode=mode,
+                    window_bytes=window,
+                    streams=streams,
+                    congestion=congestion,
+                )
                 code = _skip_code(cell, online, history, sweep.daily_budget_bytes)
                 if code:
                     cell.skip_code = code
-                    cell.skip_reason = (dispatch.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE
-                                        else SkipCode(code).label)[:300]
+                    cell.skip_reason = (
+                        dispatch.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE else SkipCode(code).label
+                    )[:300]
                 else:
-                    cell.measurement = Measurement(site=site, vantage=vantage, mode=mode, duration_s=sweep.duration_s,
-                                                   streams=streams, window_bytes=window, congestion=congestion,
-                                                   status=Status.QUEUED, created_at=now)
+                    cell.measurement = Measurement(
+                        site=site,
+                        vantage=vantage,
+                        mode=mode,
+                        duration_s=sweep.duration_s,
+                        streams=streams,
+                        window_bytes=window,
+                        congestion=congestion,
+                        status=Status.QUEUED,
+                        created_at=now,
+                    )
                     measurements.append(cell.measurement)
                 cells.append(cell)
     # Saved in queue order (one site after another in turn); sent once this transaction commits.
@@ -118,14 +137,21 @@ class _History:
         cells = SweepCell.objects.filter(run__sweep=sweep)
         key = ("site_id", "vantage_id", "mode", "window_bytes", "streams", "congestion")
         self.pending = set(cells.filter(measurement__status__in=PENDING).values_list(*key))
-        self.spent = dict(cells.filter(measurement__created_at__gte=now - BUDGET_WINDOW)
-                          .values_list("site_id").annotate(total=Sum("measurement__bytes_sent"))
-                          .values_list("site_id", "total"))
+        self.spent = dict(
+            cells.filter(measurement__created_at__gte=now - BUDGET_WINDOW)
+            .values_list("site_id")
+            .annotate(total=Sum("measurement__bytes_sent"))
+            .values_list("site_id", "total")
+        )
         self.spent = {site: total or 0 for site, total in self.spent.items()}
-        self.cost = {row[:-1]: int(row[-1]) for row in
-                     cells.filter(measurement__status=Status.DONE, measurement__created_at__gte=now - ESTIMATE_WINDOW)
-                     .values_list(*key).annotate(avg=Avg("measurement__bytes_sent")).values_list(*key, "avg")
-                     if row[-1] is not None}
+        self.cost = {
+            row[:-1]: int(row[-1])
+            for row in cells.filter(measurement__status=Status.DONE, measurement__created_at__gte=now - ESTIMATE_WINDOW)
+            .values_list(*key)
+            .annotate(avg=Avg("measurement__bytes_sent"))
+            .values_list(*key, "avg")
+            if row[-1] is not None
+        }
 
     @staticmethod
     def key(cell):

@@ -1,6 +1,7 @@
 """A sweep's beat entry. Beat runs django-celery-beat's DatabaseScheduler, which re-reads
 PeriodicTask rows whenever one is saved (PeriodicTasks.changed), so keeping one row per sweep
 in step with the sweep is all an edit needs: no restart, no scheduler of our own."""
+
 import json
 
 from django.db import transaction
@@ -19,8 +20,13 @@ def _schedule_fields(sweep):
         return {"interval": interval, "crontab": None}
     minute, hour, day_of_month, month_of_year, day_of_week = sweep.cron.split()
     crontab, _ = CrontabSchedule.objects.get_or_create(
-        minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year, day_of_week=day_of_week,
-        timezone="UTC")
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        timezone="UTC",
+    )
     return {"interval": None, "crontab": crontab}
 
 
@@ -35,9 +41,14 @@ def sync(sweep):
             sweep.periodic_task = None
             task.delete()
         return None
-    fields = {"name": entry_name(sweep), "task": TASK_SWEEP_FIRE, "kwargs": json.dumps({"sweep_id": sweep.pk}),
-              "enabled": sweep.enabled, "description": f"Sweep {sweep.name} (managed by the sweep; edit the sweep)",
-              **_schedule_fields(sweep)}
+    fields = {
+        "name": entry_name(sweep),
+        "task": TASK_SWEEP_FIRE,
+        "kwargs": json.dumps({"sweep_id": sweep.pk}),
+        "enabled": sweep.enabled,
+        "description": f"Sweep {sweep.name} (managed by the sweep; edit the sweep)",
+        **_schedule_fields(sweep),
+    }
     if task is None:
         task = PeriodicTask(**fields)
     else:

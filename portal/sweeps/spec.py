@@ -1,6 +1,7 @@
 """The text forms of a sweep's settings, read the same way by the admin form and `manage.py
 sweep create`: lists ("64K,256K,1M"), intervals ("6h"), crontab lines ("0 */6 * * *") and byte
 sizes ("10G"). Each parser raises ValueError with a message naming what is allowed."""
+
 import re
 
 from celery.schedules import ParseException, crontab
@@ -93,8 +94,10 @@ def parse_congestion(text, known):
             continue
         if word not in known:
             allowed = ", ".join(sorted(known)) or "(no vantage reports any)"
-            raise ValueError(f"congestion control {word!r} is not offered by any vantage: choose from {allowed}, "
-                             "or 'default' for each vantage's own")
+            raise ValueError(
+                f"congestion control {word!r} is not offered by any vantage: choose from {allowed}, "
+                "or 'default' for each vantage's own"
+            )
         values.append(word)
     return _unique(values)
 
@@ -102,8 +105,9 @@ def parse_congestion(text, known):
 def _seconds(text, what):
     match = _DURATION_RE.match(str(text))
     if not match:
-        raise ValueError(f"{what} {str(text).strip()!r} is not a duration: write a whole number with s, m, h or d, "
-                         "e.g. 30m or 6h")
+        raise ValueError(
+            f"{what} {str(text).strip()!r} is not a duration: write a whole number with s, m, h or d, e.g. 30m or 6h"
+        )
     return int(match.group(1)) * _UNITS_S[(match.group(2) or "s").lower()]
 
 
@@ -144,12 +148,15 @@ def parse_cron(text):
         return None
     fields = str(text).split()
     if len(fields) != 5:
-        raise ValueError(f"crontab {str(text).strip()!r} has {len(fields)} fields: write five, "
-                         "minute hour day-of-month month day-of-week (UTC), e.g. '0 */6 * * *'")
+        raise ValueError(
+            f"crontab {str(text).strip()!r} has {len(fields)} fields: write five, "
+            "minute hour day-of-month month day-of-week (UTC), e.g. '0 */6 * * *'"
+        )
     minute, hour, day_of_month, month_of_year, day_of_week = fields
     try:
-        crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year,
-                day_of_week=day_of_week)
+        crontab(
+            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year, day_of_week=day_of_week
+        )
     except (ValueError, ParseException) as exc:
         raise ValueError(f"crontab {str(text).strip()!r} is not valid: {exc}") from None
     return tuple(fields)
@@ -163,8 +170,10 @@ def parse_size(text):
     try:
         value = parse_portal_size(word, units=BUDGET_UNITS)
     except ValueError:
-        raise ValueError(f"size {word!r} is not a size: write a whole number of bytes, optionally followed by K, M, "
-                         "G or T (1024-based), e.g. 10G; blank for no limit") from None
+        raise ValueError(
+            f"size {word!r} is not a size: write a whole number of bytes, optionally followed by K, M, "
+            "G or T (1024-based), e.g. 10G; blank for no limit"
+        ) from None
     if value < 1:
         raise ValueError("size must be at least 1 byte; leave it blank for no limit")
     return value

@@ -1,6 +1,7 @@
 """A run as its page and `manage.py sweep run --wait` show it: each cell's state and reason,
 the grid (one row per path, one column per setting) and the totals. Read from the cells and
 their measurements on every call, so it is never stale."""
+
 from dataclasses import dataclass, field
 
 from portal.measure.forms import format_window
@@ -17,11 +18,29 @@ SKIPPED_FAILURES = {
     "cancelled": "cancelled",
 }
 FINAL_STATES = ("done", "failed", "skipped")
-_CELL_FIELDS = ("pk", "site__name", "site__slug", "vantage__name", "mode", "window_bytes", "streams", "congestion",
-                "skip_code", "skip_reason", "measurement__slug", "measurement__status", "measurement__failure_code",
-                "measurement__failure_reason", "measurement__quick_mode_entered", "measurement__quick_bps",
-                "measurement__cumulative_bps", "measurement__bytes_sent", "measurement__elapsed_s",
-                "measurement__full_time_s", "measurement__full_bytes_estimate")
+_CELL_FIELDS = (
+    "pk",
+    "site__name",
+    "site__slug",
+    "vantage__name",
+    "mode",
+    "window_bytes",
+    "streams",
+    "congestion",
+    "skip_code",
+    "skip_reason",
+    "measurement__slug",
+    "measurement__status",
+    "measurement__failure_code",
+    "measurement__failure_reason",
+    "measurement__quick_mode_entered",
+    "measurement__quick_bps",
+    "measurement__cumulative_bps",
+    "measurement__bytes_sent",
+    "measurement__elapsed_s",
+    "measurement__full_time_s",
+    "measurement__full_bytes_estimate",
+)
 
 
 @dataclass
@@ -110,10 +129,15 @@ def run_grid(run, detail=False):
         _add(totals, state, row)
         label = setting_label(row["mode"], row["window_bytes"], row["streams"], row["congestion"])
         index = columns.setdefault(label, len(columns))
-        path = rows.setdefault((row["site__slug"], row["vantage__name"]),
-                               {"site": row["site__name"], "site_slug": row["site__slug"],
-                                "vantage": row["vantage__name"], "cells": {}})
-        bps = row["measurement__quick_bps"] if row["measurement__quick_mode_entered"] else row["measurement__cumulative_bps"]
+        path = rows.setdefault(
+            (row["site__slug"], row["vantage__name"]),
+            {"site": row["site__name"], "site_slug": row["site__slug"], "vantage": row["vantage__name"], "cells": {}},
+        )
+        bps = (
+            row["measurement__quick_bps"]
+            if row["measurement__quick_mode_entered"]
+            else row["measurement__cumulative_bps"]
+        )
         path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", bps, row)
     width = len(columns)
     ordered = [{**path, "cells": [path["cells"].get(i) for i in range(width)]} for path in rows.values()]

@@ -1,5 +1,6 @@
 """Thin tasks: beat fires `sweeps.fire` with the sweep's pk; a run with a random start offset
 is started later by `sweeps.start_run`. Both run on the shared `celery` queue."""
+
 import logging
 
 from celery import shared_task

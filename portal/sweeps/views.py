@@ -2,6 +2,7 @@
 permalink (every cell links to a public permalink anyway); a failed cell's stored reason is
 shown to staff only, the public sees its code's meaning. Defining and starting sweeps is the
 admin's, staff only."""
+
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
@@ -23,9 +24,15 @@ def _get_run_for_user(user, slug):
 def run(request, slug):
     sweep_run = _get_run_for_user(request.user, slug)
     columns, rows, totals = summary.run_grid(sweep_run, detail=request.user.is_staff)
-    context = {"run": sweep_run, "sweep": sweep_run.sweep, "columns": columns, "rows": rows, "totals": totals,
-               "poll_s": POLL_LARGE_S if totals.cells > LARGE_RUN_CELLS else POLL_S,
-               "full_run_s": summary.FULL_RUN_S}
+    context = {
+        "run": sweep_run,
+        "sweep": sweep_run.sweep,
+        "columns": columns,
+        "rows": rows,
+        "totals": totals,
+        "poll_s": POLL_LARGE_S if totals.cells > LARGE_RUN_CELLS else POLL_S,
+        "full_run_s": summary.FULL_RUN_S,
+    }
     if request.htmx:
         # 286 tells htmx to stop polling once every cell is final; the last grid is still swapped in.
         status = 286 if totals.finished and sweep_run.status == "planned" else 200

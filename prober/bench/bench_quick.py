@@ -19,6 +19,7 @@ from a prober without `quick_converged`, when quick mode was entered), else the 
 figure it fell back to (the paper's fallback; on the validate connection that is the 20 s
 result itself, so a paired fallback has error 0 and saves nothing).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,14 +40,21 @@ sys.path.insert(0, str(ROOT / "prober" / "lab"))
 import labctl  # noqa: E402
 
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
-PROBER = QUICKPROBE     # --prober: bench a candidate build without installing it
+PROBER = QUICKPROBE  # --prober: bench a candidate build without installing it
 BENCH_DIR = ROOT / "prober" / "bench"
 RUNS_DIR = ROOT / "test-artifacts" / "bench-quick"
 NOTES = ROOT / ".coord" / "detector-notes.md"
 CCS = ("reno", "cubic", "bbr")
 # Issue 7's targets, per cc over the whole matrix.
-TARGETS = {"median_abs_err": 3.0, "p95_abs_err": 10.0, "spread_ratio": 1.5,
-           "time_saved": 85.0, "traffic_saved": 85.0, "row_time_saved_min": 70.0, "coverage": 90.0}
+TARGETS = {
+    "median_abs_err": 3.0,
+    "p95_abs_err": 10.0,
+    "spread_ratio": 1.5,
+    "time_saved": 85.0,
+    "traffic_saved": 85.0,
+    "row_time_saved_min": 70.0,
+    "coverage": 90.0,
+}
 BIG_BDP = 1_000_000
 MISS_ERR_PCT = 10.0
 
@@ -82,8 +90,15 @@ def _custom(rate, rtt, queue_bdp=1.0, *, loss=0.0, jitter=None, cross=None) -> l
         kw.update(cross_mbps=cross[0] * rate, cross_on_ms=cross[1], cross_off_ms=cross[2])
         name += f"-x{cross[0]:g}"
         desc += f", cross {cross[0] * rate:g} Mbit/s on {cross[1]:g} / off {cross[2]:g} ms"
-    return labctl.PathSpec(name=name, rate_mbps=rate, rtt_ms=rtt, loss=loss,
-                           queue_bytes=max(27000, int(queue_bdp * bdp)), description=desc, **kw)
+    return labctl.PathSpec(
+        name=name,
+        rate_mbps=rate,
+        rtt_ms=rtt,
+        loss=loss,
+        queue_bytes=max(27000, int(queue_bdp * bdp)),
+        description=desc,
+        **kw,
+    )
 
 
 def default_matrix() -> list[Row]:
@@ -144,8 +159,22 @@ def parse_events(text: str) -> list[dict]:
 
 
 def run_prober(lab: labctl.Lab, row: Row, mode: str, seconds: int, log: Path) -> list[dict]:
-    argv = [str(PROBER), "-c", lab.far_addr, "-p", str(lab.port), "--json",
-            "--mode", mode, "-t", str(seconds), "-C", row.cc, "-P", str(row.streams)]
+    argv = [
+        str(PROBER),
+        "-c",
+        lab.far_addr,
+        "-p",
+        str(lab.port),
+        "--json",
+        "--mode",
+        mode,
+        "-t",
+        str(seconds),
+        "-C",
+        row.cc,
+        "-P",
+        str(row.streams),
+    ]
     if row.path.server == "iperf2":
         argv.append("--iperf2")
     try:
@@ -153,13 +182,15 @@ def run_prober(lab: labctl.Lab, row: Row, mode: str, seconds: int, log: Path) ->
     except subprocess.TimeoutExpired:
         # A hung prober is a result too: record it and go on with the matrix.
         log.write_text(f"# killed after {seconds + 60} s\n")
-        return [{"event": "error", "code": "bench_timeout",
-                 "message": f"quickprobe did not finish within {seconds + 60} s"}]
+        return [
+            {"event": "error", "code": "bench_timeout", "message": f"quickprobe did not finish within {seconds + 60} s"}
+        ]
     log.write_text(r.stdout + (f"\n# stderr:\n{r.stderr}" if r.stderr else ""))
     events = parse_events(r.stdout)
     if not events or events[-1].get("event") not in ("result", "error"):
-        events.append({"event": "error", "code": "no_result",
-                       "message": f"exit {r.returncode}: {r.stderr.strip()[-300:]}"})
+        events.append(
+            {"event": "error", "code": "no_result", "message": f"exit {r.returncode}: {r.stderr.strip()[-300:]}"}
+        )
     return events
 
 
@@ -183,7 +214,7 @@ def measure_row(row: Row, seconds: int, runs: int, runs_dir: Path) -> dict:
         for i in range(runs):
             for mode in ("validate", "quick"):
                 out[mode].append(run_prober(lab, row, mode, seconds, run_file(runs_dir, row, mode, i)))
-                time.sleep(0.3)   # let the last FIN/ACKs cross before the next connection
+                time.sleep(0.3)  # let the last FIN/ACKs cross before the next connection
         out["lab"] = lab.stats()
     after = prober_build()
     if after != out["build"]:
@@ -250,9 +281,15 @@ def quick_outcome(q: dict | None, fallback_bps: float | None) -> dict:
         status, figure = "nociq", est
     else:
         status, figure = "fallback", fallback_bps
-    return {"status": status, "figure_mbps": _mbps(figure), "estimate_mbps": _mbps(est),
-            "ci_pct": q.get("quick_ci_pct"), "window_s": q.get("quick_window_s"),
-            "rule": q.get("rule"), "ss_end_s": q.get("slow_start_end_s")}
+    return {
+        "status": status,
+        "figure_mbps": _mbps(figure),
+        "estimate_mbps": _mbps(est),
+        "ci_pct": q.get("quick_ci_pct"),
+        "window_s": q.get("quick_window_s"),
+        "rule": q.get("rule"),
+        "ss_end_s": q.get("slow_start_end_s"),
+    }
 
 
 def pct(a, b):
@@ -273,13 +310,18 @@ def validate_run(events: list[dict]) -> dict:
     full = v.get("full_bps") or v.get("cumulative_bps")
     vv = v.get("validate") or {}
     o = quick_outcome(vv, full)
-    o.update(kind="validate", full_mbps=_mbps(full), error_pct=pct(o["figure_mbps"], _mbps(full)),
-             covered=inside_ci(o["estimate_mbps"], o["ci_pct"], _mbps(full))
-             if o["status"] == "converged" else None,
-             elapsed_s=v.get("elapsed_s"), bytes_sent=v.get("bytes_sent"),
-             quick_elapsed_s=vv.get("quick_elapsed_s") if o["status"] != "fallback" else v.get("elapsed_s"),
-             quick_bytes_sent=vv.get("quick_bytes_sent") if o["status"] != "fallback" else v.get("bytes_sent"),
-             full_after_ss_mbps=rate_after_ss(events), mss=v.get("mss_bytes"))
+    o.update(
+        kind="validate",
+        full_mbps=_mbps(full),
+        error_pct=pct(o["figure_mbps"], _mbps(full)),
+        covered=inside_ci(o["estimate_mbps"], o["ci_pct"], _mbps(full)) if o["status"] == "converged" else None,
+        elapsed_s=v.get("elapsed_s"),
+        bytes_sent=v.get("bytes_sent"),
+        quick_elapsed_s=vv.get("quick_elapsed_s") if o["status"] != "fallback" else v.get("elapsed_s"),
+        quick_bytes_sent=vv.get("quick_bytes_sent") if o["status"] != "fallback" else v.get("bytes_sent"),
+        full_after_ss_mbps=rate_after_ss(events),
+        mss=v.get("mss_bytes"),
+    )
     return o
 
 
@@ -290,8 +332,7 @@ def quick_run(events: list[dict]) -> dict:
         return {"kind": "quick", "error": q.get("code", "?")}
     fallback = q.get("full_bps") or q.get("cumulative_bps")
     o = quick_outcome(q, fallback)
-    o.update(kind="quick", elapsed_s=q.get("elapsed_s"), bytes_sent=q.get("bytes_sent"),
-             mss=q.get("mss_bytes"))
+    o.update(kind="quick", elapsed_s=q.get("elapsed_s"), bytes_sent=q.get("bytes_sent"), mss=q.get("mss_bytes"))
     return o
 
 
@@ -319,50 +360,68 @@ def summarise_row(m: dict) -> tuple[dict, list[dict]]:
         if "error" in q:
             continue
         q["error_pct"] = pct(q["figure_mbps"], full_mean)
-        q["covered"] = (inside_ci(q["estimate_mbps"], q["ci_pct"], full_mean)
-                        if q["status"] == "converged" else None)
-        q["time_saved_pct"] = (100 * (1 - q["elapsed_s"] / statistics.mean(full_elapsed))
-                               if full_elapsed and q.get("elapsed_s") else None)
-        q["traffic_saved_pct"] = (100 * (1 - q["bytes_sent"] / statistics.mean(full_bytes))
-                                  if full_bytes and q.get("bytes_sent") else None)
+        q["covered"] = inside_ci(q["estimate_mbps"], q["ci_pct"], full_mean) if q["status"] == "converged" else None
+        q["time_saved_pct"] = (
+            100 * (1 - q["elapsed_s"] / statistics.mean(full_elapsed)) if full_elapsed and q.get("elapsed_s") else None
+        )
+        q["traffic_saved_pct"] = (
+            100 * (1 - q["bytes_sent"] / statistics.mean(full_bytes)) if full_bytes and q.get("bytes_sent") else None
+        )
     for v in vs:
         if "error" in v:
             continue
-        v["time_saved_pct"] = (100 * (1 - v["quick_elapsed_s"] / v["elapsed_s"])
-                               if v.get("quick_elapsed_s") and v.get("elapsed_s") else None)
-        v["traffic_saved_pct"] = (100 * (1 - v["quick_bytes_sent"] / v["bytes_sent"])
-                                  if v.get("quick_bytes_sent") and v.get("bytes_sent") else None)
+        v["time_saved_pct"] = (
+            100 * (1 - v["quick_elapsed_s"] / v["elapsed_s"])
+            if v.get("quick_elapsed_s") and v.get("elapsed_s")
+            else None
+        )
+        v["traffic_saved_pct"] = (
+            100 * (1 - v["quick_bytes_sent"] / v["bytes_sent"])
+            if v.get("quick_bytes_sent") and v.get("bytes_sent")
+            else None
+        )
     runs = vs + qs
     ok = [r for r in runs if "error" not in r]
     path = row.path
     lab = m["lab"]["fwd"]
-    s = {"id": row.id, "cc": row.cc, "streams": row.streams, "rate_mbps": path.rate_mbps,
-         "rtt_ms": path.rtt_ms, "queue_bytes": path.queue_bytes,
-         "queue_bdp": round(path.queue_bytes / max(1, path.bdp_bytes), 2), "loss": path.loss,
-         "jitter": f"{path.jitter_dist} {path.jitter_ms:g} ms" if path.jitter_ms else "",
-         "cross": (f"{path.cross_mbps:g}M {path.cross_on_ms:g}/{path.cross_off_ms:g} ms"
-                   if path.cross_mbps else ""),
-         "bdp_bytes": path.bdp_bytes, "full_mbps": full_mean, "full_cv_pct": cv_pct(fulls),
-         # Every quick estimate of the row, paired and separate: each is its own connection.
-         "quick_cv_pct": cv_pct([r["figure_mbps"] for r in ok]),
-         "converged": sum(r["status"] == "converged" for r in ok), "estimates": len(ok),
-         "fallbacks": sum(r["status"] == "fallback" for r in ok),
-         "errors": ";".join(f"{r['kind']}:{r['error']}" for r in runs if "error" in r),
-         "prober_build": m["build"], "drops_queue": lab["drop_queue_packets"],
-         "drops_loss": lab["drop_loss_packets"], "cross_drops": lab.get("cross_drop_packets"),
-         "extra_delay_mean_ms": (lab.get("extra_delay_mean_us") or 0) / 1e3,
-         "extra_delay_sd_ms": (lab.get("extra_delay_sd_us") or 0) / 1e3,
-         "delayline_late_max_ms": lab["late_max_us"] / 1e3}
-    s["spread_ratio"] = (s["quick_cv_pct"] / s["full_cv_pct"]
-                         if s["quick_cv_pct"] is not None and s["full_cv_pct"] else None)
+    s = {
+        "id": row.id,
+        "cc": row.cc,
+        "streams": row.streams,
+        "rate_mbps": path.rate_mbps,
+        "rtt_ms": path.rtt_ms,
+        "queue_bytes": path.queue_bytes,
+        "queue_bdp": round(path.queue_bytes / max(1, path.bdp_bytes), 2),
+        "loss": path.loss,
+        "jitter": f"{path.jitter_dist} {path.jitter_ms:g} ms" if path.jitter_ms else "",
+        "cross": (f"{path.cross_mbps:g}M {path.cross_on_ms:g}/{path.cross_off_ms:g} ms" if path.cross_mbps else ""),
+        "bdp_bytes": path.bdp_bytes,
+        "full_mbps": full_mean,
+        "full_cv_pct": cv_pct(fulls),
+        # Every quick estimate of the row, paired and separate: each is its own connection.
+        "quick_cv_pct": cv_pct([r["figure_mbps"] for r in ok]),
+        "converged": sum(r["status"] == "converged" for r in ok),
+        "estimates": len(ok),
+        "fallbacks": sum(r["status"] == "fallback" for r in ok),
+        "errors": ";".join(f"{r['kind']}:{r['error']}" for r in runs if "error" in r),
+        "prober_build": m["build"],
+        "drops_queue": lab["drop_queue_packets"],
+        "drops_loss": lab["drop_loss_packets"],
+        "cross_drops": lab.get("cross_drop_packets"),
+        "extra_delay_mean_ms": (lab.get("extra_delay_mean_us") or 0) / 1e3,
+        "extra_delay_sd_ms": (lab.get("extra_delay_sd_us") or 0) / 1e3,
+        "delayline_late_max_ms": lab["late_max_us"] / 1e3,
+    }
+    s["spread_ratio"] = (
+        s["quick_cv_pct"] / s["full_cv_pct"] if s["quick_cv_pct"] is not None and s["full_cv_pct"] else None
+    )
     for kind in ("validate", "quick"):
         errs = [abs(r["error_pct"]) for r in ok if r["kind"] == kind and r.get("error_pct") is not None]
         s[f"{kind}_max_abs_err"] = max(errs) if errs else None
     for key in ("time_saved_pct", "traffic_saved_pct"):
         xs = [q[key] for q in qs if q.get(key) is not None]
         s[key] = statistics.median(xs) if xs else None
-    conv_q = [q["time_saved_pct"] for q in qs if q.get("status") != "fallback"
-              and q.get("time_saved_pct") is not None]
+    conv_q = [q["time_saved_pct"] for q in qs if q.get("status") != "fallback" and q.get("time_saved_pct") is not None]
     s["min_time_saved_not_fallback"] = min(conv_q) if conv_q else None
     afters = [v["full_after_ss_mbps"] for v in vs if v.get("full_after_ss_mbps")]
     s["full_after_ss_mbps"] = statistics.mean(afters) if afters else None
@@ -409,13 +468,16 @@ def cc_summary(rows: list[dict], runs: list[dict], cc: str) -> dict | None:
     out = {"cc": cc, "rows": len(rr)}
     for kind in ("validate", "quick"):
         errs = [abs(r["error_pct"]) for r in ok if r["kind"] == kind and r.get("error_pct") is not None]
-        out[kind] = {"n": len(errs), "median": statistics.median(errs) if errs else None,
-                     "p90": percentile(errs, 90), "p95": percentile(errs, 95)}
+        out[kind] = {
+            "n": len(errs),
+            "median": statistics.median(errs) if errs else None,
+            "p90": percentile(errs, 90),
+            "p95": percentile(errs, 95),
+        }
     # Pooled spread: root-mean-square over the rows of each row's spread.
     out["quick_cv"] = _rms([r["quick_cv_pct"] for r in rr])
     out["full_cv"] = _rms([r["full_cv_pct"] for r in rr])
-    out["spread_ratio"] = (out["quick_cv"] / out["full_cv"]
-                           if out["quick_cv"] is not None and out["full_cv"] else None)
+    out["spread_ratio"] = out["quick_cv"] / out["full_cv"] if out["quick_cv"] is not None and out["full_cv"] else None
     ratios = [r["spread_ratio"] for r in rr if r["spread_ratio"] is not None]
     out["rows_spread_ok"] = sum(x <= TARGETS["spread_ratio"] for x in ratios)
     out["rows_spread_n"] = len(ratios)
@@ -436,10 +498,13 @@ def cc_summary(rows: list[dict], runs: list[dict], cc: str) -> dict | None:
 
 def verdict_cc(c: dict) -> dict:
     v = c["validate"]
-    return {"error": v["median"] is not None and v["median"] <= TARGETS["median_abs_err"]
-            and v["p95"] <= TARGETS["p95_abs_err"],
-            "spread": c["spread_ratio"] is not None and c["spread_ratio"] <= TARGETS["spread_ratio"],
-            "coverage": None if c["coverage"] is None else c["coverage"] >= TARGETS["coverage"]}
+    return {
+        "error": v["median"] is not None
+        and v["median"] <= TARGETS["median_abs_err"]
+        and v["p95"] <= TARGETS["p95_abs_err"],
+        "spread": c["spread_ratio"] is not None and c["spread_ratio"] <= TARGETS["spread_ratio"],
+        "coverage": None if c["coverage"] is None else c["coverage"] >= TARGETS["coverage"],
+    }
 
 
 def savings(rows: list[dict]) -> dict:
@@ -448,8 +513,12 @@ def savings(rows: list[dict]) -> dict:
     for key in ("time_saved_pct", "traffic_saved_pct"):
         xs = [r[key] for r in big if r[key] is not None]
         out[key] = (statistics.median(xs), min(xs)) if xs else (None, None)
-    low = [r for r in rows if r["min_time_saved_not_fallback"] is not None
-           and r["min_time_saved_not_fallback"] < TARGETS["row_time_saved_min"]]
+    low = [
+        r
+        for r in rows
+        if r["min_time_saved_not_fallback"] is not None
+        and r["min_time_saved_not_fallback"] < TARGETS["row_time_saved_min"]
+    ]
     out["below_70"] = [r["id"] for r in low]
     return out
 
@@ -460,9 +529,14 @@ def _mark(ok: bool | None) -> str:
 
 def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
     lines, verdict = [], {}
-    lines += [("| cc | rows | paired median / p90 / p95 \\|err\\| % | separate median / p90 / p95 \\|err\\| % "
-              "| spread quick / 20 s % (ratio) | rows spread <= 1.5x | converged | coverage % (paired) "
-              "| time / traffic saved % (BDP >= 1 MB) | target |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        (
+            "| cc | rows | paired median / p90 / p95 \\|err\\| % | separate median / p90 / p95 \\|err\\| % "
+            "| spread quick / 20 s % (ratio) | rows spread <= 1.5x | converged | coverage % (paired) "
+            "| time / traffic saved % (BDP >= 1 MB) | target |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for cc in CCS:
         c = cc_summary(rows, runs, cc)
         if c is None:
@@ -479,96 +553,190 @@ def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
             f"| {fmt(c['coverage'])} ({fmt(c['coverage_paired'])}) of {c['coverage_n']} "
             f"| {fmt(c['time_saved_pct'])} / {fmt(c['traffic_saved_pct'])} "
             f"| error {_mark(ok['error'])}, spread {_mark(ok['spread'])}, "
-            f"coverage {_mark(ok['coverage'])} |")
+            f"coverage {_mark(ok['coverage'])} |"
+        )
     sv = savings(rows)
     tm, tmin = sv["time_saved_pct"]
     bm, bmin = sv["traffic_saved_pct"]
     verdict["time_saved"] = tm is not None and tm >= TARGETS["time_saved"]
     verdict["traffic_saved"] = bm is not None and bm >= TARGETS["traffic_saved"]
     verdict["no_row_below_70"] = not sv["below_70"]
-    lines += ["", (f"Rows with BDP >= 1 MB ({sv['n']}), separate quick runs (row median, then "
-              "median over rows):"), "", "| measure | median | min row | target |", "|---|---|---|---|",
-              f"| time saved % | {fmt(tm)} | {fmt(tmin)} | >= 85: {_mark(verdict['time_saved'])} |",
-              f"| traffic saved % | {fmt(bm)} | {fmt(bmin)} | >= 85: {_mark(verdict['traffic_saved'])} |",
-              "", "Quick runs that did not fall back and saved < 70 % of the time (any row): "
-              + (", ".join(sv["below_70"]) if sv["below_70"] else "none") + "."]
+    lines += [
+        "",
+        (f"Rows with BDP >= 1 MB ({sv['n']}), separate quick runs (row median, then median over rows):"),
+        "",
+        "| measure | median | min row | target |",
+        "|---|---|---|---|",
+        f"| time saved % | {fmt(tm)} | {fmt(tmin)} | >= 85: {_mark(verdict['time_saved'])} |",
+        f"| traffic saved % | {fmt(bm)} | {fmt(bmin)} | >= 85: {_mark(verdict['traffic_saved'])} |",
+        "",
+        "Quick runs that did not fall back and saved < 70 % of the time (any row): "
+        + (", ".join(sv["below_70"]) if sv["below_70"] else "none")
+        + ".",
+    ]
     return lines, verdict
 
 
 # ---------------------------------------------------------------- report
 
 
-ROW_COLUMNS = [("id", "row"), ("queue_bdp", "queue x BDP"), ("loss", "loss"), ("jitter", "jitter"),
-               ("cross", "cross"), ("full_mbps", "20 s Mb/s"), ("full_after_ss_mbps", "20 s after ss"),
-               ("validate_max_abs_err", "paired max \\|err\\| %"),
-               ("quick_max_abs_err", "separate max \\|err\\| %"),
-               ("quick_cv_pct", "quick spread %"), ("full_cv_pct", "20 s spread %"),
-               ("spread_ratio", "ratio"), ("converged", "converged"),
-               ("time_saved_pct", "time saved %"), ("traffic_saved_pct", "traffic saved %"),
-               ("drops_queue", "queue drops"), ("extra_delay_sd_ms", "applied jitter sd ms")]
-RUN_COLUMNS = ["row", "cc", "kind", "run", "status", "figure_mbps", "estimate_mbps", "ci_pct",
-               "window_s", "full_mbps", "error_pct", "covered", "rule", "ss_end_s", "elapsed_s",
-               "quick_elapsed_s", "bytes_sent", "quick_bytes_sent", "time_saved_pct",
-               "traffic_saved_pct", "full_after_ss_mbps", "error"]
+ROW_COLUMNS = [
+    ("id", "row"),
+    ("queue_bdp", "queue x BDP"),
+    ("loss", "loss"),
+    ("jitter", "jitter"),
+    ("cross", "cross"),
+    ("full_mbps", "20 s Mb/s"),
+    ("full_after_ss_mbps", "20 s after ss"),
+    ("validate_max_abs_err", "paired max \\|err\\| %"),
+    ("quick_max_abs_err", "separate max \\|err\\| %"),
+    ("quick_cv_pct", "quick spread %"),
+    ("full_cv_pct", "20 s spread %"),
+    ("spread_ratio", "ratio"),
+    ("converged", "converged"),
+    ("time_saved_pct", "time saved %"),
+    ("traffic_saved_pct", "traffic saved %"),
+    ("drops_queue", "queue drops"),
+    ("extra_delay_sd_ms", "applied jitter sd ms"),
+]
+RUN_COLUMNS = [
+    "row",
+    "cc",
+    "kind",
+    "run",
+    "status",
+    "figure_mbps",
+    "estimate_mbps",
+    "ci_pct",
+    "window_s",
+    "full_mbps",
+    "error_pct",
+    "covered",
+    "rule",
+    "ss_end_s",
+    "elapsed_s",
+    "quick_elapsed_s",
+    "bytes_sent",
+    "quick_bytes_sent",
+    "time_saved_pct",
+    "traffic_saved_pct",
+    "full_after_ss_mbps",
+    "error",
+]
 
 
 def write_csv(runs: list[dict], rows: list[dict], out: Path) -> None:
     by_id = {r["id"]: r for r in rows}
-    row_cols = ["rate_mbps", "rtt_ms", "queue_bytes", "queue_bdp", "loss", "jitter", "cross",
-                "streams", "bdp_bytes", "prober_build"]
+    row_cols = [
+        "rate_mbps",
+        "rtt_ms",
+        "queue_bytes",
+        "queue_bdp",
+        "loss",
+        "jitter",
+        "cross",
+        "streams",
+        "bdp_bytes",
+        "prober_build",
+    ]
     with open(out / "report-quick.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(RUN_COLUMNS + row_cols)
         for r in runs:
-            w.writerow([fmt(r.get(k), 3) if r.get(k) is not None else "" for k in RUN_COLUMNS]
-                       + [by_id[r["row"]][k] for k in row_cols])
+            w.writerow(
+                [fmt(r.get(k), 3) if r.get(k) is not None else "" for k in RUN_COLUMNS]
+                + [by_id[r["row"]][k] for k in row_cols]
+            )
 
 
 def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> dict:
     write_csv(runs, rows, out)
-    lines = ["# Quick mode vs a 20 s test over emulated paths", "",
-             (f"Generated by `{meta['command']}` on {meta['date']} in {meta['wall_s'] / 60:.1f} min "
-             f"({len(rows)} rows, {meta['runs']} validate + {meta['runs']} quick runs each; kernel "
-             f"{meta['kernel']}; full runs of {meta['seconds']} s). Each row had its own freshly "
-             "created lab (prober/lab: userspace delay line between two network namespaces, MTU "
-             "9000, 1500 on dial-up) and a real `iperf3 -s` (or `iperf -s`)."), "",
-             ("- **paired**: a `validate` run: the quick estimate and the 20 s result of the same "
-             "connection."),
-             "- **separate**: a separate `quick` run's figure vs the mean of the row's 20 s runs.",
-             ("- A quick estimate that did not converge counts with the full run it fell back to "
-             "(paired: error 0, nothing saved)."),
-             ("- **spread**: run-to-run std-dev in % of the mean, of the row's quick figures (paired and "
-             "separate: each its own connection) and of its 20 s runs; per cc the root-mean-square "
-             "over its rows, and their ratio (target <= 1.5)."),
-             ("- **coverage**: converged estimates whose 20 s rate (paired: the same connection's; "
-             "separate: the row's mean) lies inside `quick_bps` +/- `quick_ci_pct`."),
-             ("- **time / traffic saved**: 1 - a separate quick run's elapsed time (bytes sent) / the "
-             "row's 20 s runs'; row median."),
-             ("- **20 s after ss**: the 20 s runs' own rate from their slow-start end to their end: the "
-             "steady state that the 20 s figure dilutes with slow-start."), "", "## Summary", ""]
+    lines = [
+        "# Quick mode vs a 20 s test over emulated paths",
+        "",
+        (
+            f"Generated by `{meta['command']}` on {meta['date']} in {meta['wall_s'] / 60:.1f} min "
+            f"({len(rows)} rows, {meta['runs']} validate + {meta['runs']} quick runs each; kernel "
+            f"{meta['kernel']}; full runs of {meta['seconds']} s). Each row had its own freshly "
+            "created lab (prober/lab: userspace delay line between two network namespaces, MTU "
+            "9000, 1500 on dial-up) and a real `iperf3 -s` (or `iperf -s`)."
+        ),
+        "",
+        ("- **paired**: a `validate` run: the quick estimate and the 20 s result of the same connection."),
+        "- **separate**: a separate `quick` run's figure vs the mean of the row's 20 s runs.",
+        (
+            "- A quick estimate that did not converge counts with the full run it fell back to "
+            "(paired: error 0, nothing saved)."
+        ),
+        (
+            "- **spread**: run-to-run std-dev in % of the mean, of the row's quick figures (paired and "
+            "separate: each its own connection) and of its 20 s runs; per cc the root-mean-square "
+            "over its rows, and their ratio (target <= 1.5)."
+        ),
+        (
+            "- **coverage**: converged estimates whose 20 s rate (paired: the same connection's; "
+            "separate: the row's mean) lies inside `quick_bps` +/- `quick_ci_pct`."
+        ),
+        (
+            "- **time / traffic saved**: 1 - a separate quick run's elapsed time (bytes sent) / the "
+            "row's 20 s runs'; row median."
+        ),
+        (
+            "- **20 s after ss**: the 20 s runs' own rate from their slow-start end to their end: the "
+            "steady state that the 20 s figure dilutes with slow-start."
+        ),
+        "",
+        "## Summary",
+        "",
+    ]
     builds = sorted({r["prober_build"] for r in rows})
-    lines += ["quickprobe build (sha256 of prober/build/quickprobe, first 12 hex): " + ", ".join(builds)
-              + (" -- MIXED: the prober was rebuilt during this run; the rows' builds are in the CSV."
-                 if len(builds) > 1 else ""), ""]
+    lines += [
+        "quickprobe build (sha256 of prober/build/quickprobe, first 12 hex): "
+        + ", ".join(builds)
+        + (
+            " -- MIXED: the prober was rebuilt during this run; the rows' builds are in the CSV."
+            if len(builds) > 1
+            else ""
+        ),
+        "",
+    ]
     summ, verdict = summary_lines(rows, runs)
-    lines += summ + ["", "## Per row", "", "| " + " | ".join(h for _, h in ROW_COLUMNS) + " |",
-                     "|" + "---|" * len(ROW_COLUMNS)]
+    lines += summ + [
+        "",
+        "## Per row",
+        "",
+        "| " + " | ".join(h for _, h in ROW_COLUMNS) + " |",
+        "|" + "---|" * len(ROW_COLUMNS),
+    ]
     for r in rows:
-        cells = [f"{r['converged']}/{r['estimates']}" if k == "converged"
-                 else f"{r[k]:g}" if k == "loss"
-                 else fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms", "queue_bdp") else 1)
-                 for k, _ in ROW_COLUMNS]
+        cells = [
+            f"{r['converged']}/{r['estimates']}"
+            if k == "converged"
+            else f"{r[k]:g}"
+            if k == "loss"
+            else fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms", "queue_bdp") else 1)
+            for k, _ in ROW_COLUMNS
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     errs = [r for r in rows if r["errors"]]
     if errs:
         lines += ["", "Prober errors: " + "; ".join(f"{r['id']}: {r['errors']}" for r in errs)]
     lines += ["", "## Where quick mode missed", ""]
     lines += meta.get("misses") or ["No run had |error| > 10 % and every quick estimate converged."]
-    lines += ["", "## Figures", "",
-              ("- `fig7-quick-vs-20s.png`: every quick figure vs its 20 s reference, with the "
-              "estimate's +/- `quick_ci_pct` and the 20 s runs' min-max (the paper's Figure 7)."),
-              *[f"- `{p}`: cwnd, InstBW and CumuBW vs time of a `validate` run (the paper's Figures "
-                "8-10)." for p in meta.get("trace_pngs", [])], ""]
+    lines += [
+        "",
+        "## Figures",
+        "",
+        (
+            "- `fig7-quick-vs-20s.png`: every quick figure vs its 20 s reference, with the "
+            "estimate's +/- `quick_ci_pct` and the 20 s runs' min-max (the paper's Figure 7)."
+        ),
+        *[
+            f"- `{p}`: cwnd, InstBW and CumuBW vs time of a `validate` run (the paper's Figures 8-10)."
+            for p in meta.get("trace_pngs", [])
+        ],
+        "",
+    ]
     (out / "report-quick.md").write_text("\n".join(lines))
     return verdict
 
@@ -589,10 +757,12 @@ def series_excerpt(events: list[dict], t0: float | None, t1: float | None, max_l
     lines = ["t_s    cwnd_KB  ssthresh_KB  rtt_ms  deliv_Mbps  inst_Mbps  in_ss  retrans"]
     for s in span[::step]:
         st = s["streams"][0]
-        lines.append(f"{s['t']:5.2f}  {st['cwnd_bytes'] / 1e3:8.0f}  "
-                     f"{(st.get('ssthresh_bytes') or 0) / 1e3:11.0f}  {st['rtt_us'] / 1e3:6.1f}  "
-                     f"{(st.get('delivery_rate_bps') or 0) / 1e6:10.1f}  {s['inst_bps'] / 1e6:9.1f}  "
-                     f"{str(st.get('in_slow_start'))[0]:>5}  {s['retransmits']:7d}")
+        lines.append(
+            f"{s['t']:5.2f}  {st['cwnd_bytes'] / 1e3:8.0f}  "
+            f"{(st.get('ssthresh_bytes') or 0) / 1e3:11.0f}  {st['rtt_us'] / 1e3:6.1f}  "
+            f"{(st.get('delivery_rate_bps') or 0) / 1e6:10.1f}  {s['inst_bps'] / 1e6:9.1f}  "
+            f"{str(st.get('in_slow_start'))[0]:>5}  {s['retransmits']:7d}"
+        )
     return lines
 
 
@@ -601,8 +771,11 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
     out = []
     for m, r in zip(measured, rows):
         mine = [x for x in runs if x["row"] == r["id"] and "error" not in x]
-        bad = [x for x in mine if (x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT)
-               or x["status"] == "fallback"]
+        bad = [
+            x
+            for x in mine
+            if (x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT) or x["status"] == "fallback"
+        ]
         if not bad:
             continue
         worst = max(bad, key=lambda x: abs(x.get("error_pct") or 0) if x["status"] != "fallback" else -1)
@@ -610,18 +783,30 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
         events = m[worst["kind"]][worst["run"]]
         nfb = sum(x["status"] == "fallback" for x in mine)
         off = [x for x in mine if x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT]
-        out += [f"### {row.id}: {len(off)} of {len(mine)} estimates off by > 10 %, {nfb} fell back", "",
-                f"Path {row.path.description}; queue drops {r['drops_queue']}, random drops "
-                f"{r['drops_loss']}. 20 s runs {fmt(r['full_mbps'])} Mbit/s (after their slow-start "
-                f"{fmt(r['full_after_ss_mbps'])}). Errors of the row's estimates (paired, then "
-                "separate): " + ", ".join(f"{fmt(x.get('error_pct'))}{'*' if x['status'] == 'fallback' else ''}"
-                                          for x in mine) + " % (* fell back).", "",
-                (f"Worst: {worst['kind']} run {worst['run']}: estimate {fmt(worst.get('estimate_mbps'))} "
+        out += [
+            f"### {row.id}: {len(off)} of {len(mine)} estimates off by > 10 %, {nfb} fell back",
+            "",
+            f"Path {row.path.description}; queue drops {r['drops_queue']}, random drops "
+            f"{r['drops_loss']}. 20 s runs {fmt(r['full_mbps'])} Mbit/s (after their slow-start "
+            f"{fmt(r['full_after_ss_mbps'])}). Errors of the row's estimates (paired, then "
+            "separate): "
+            + ", ".join(f"{fmt(x.get('error_pct'))}{'*' if x['status'] == 'fallback' else ''}" for x in mine)
+            + " % (* fell back).",
+            "",
+            (
+                f"Worst: {worst['kind']} run {worst['run']}: estimate {fmt(worst.get('estimate_mbps'))} "
                 f"+/- {fmt(worst.get('ci_pct'))} % over {fmt(worst.get('window_s'), 2)} s, "
                 f"{worst['status']}, rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s. "
-                "Series (stream 1) from 0.5 s before slow-start end to 0.5 s after the window:"), "", "```",
-                *series_excerpt(events, worst.get("ss_end_s"),
-                                (worst.get("ss_end_s") or 0) + (worst.get("window_s") or 1.0)), "```", ""]
+                "Series (stream 1) from 0.5 s before slow-start end to 0.5 s after the window:"
+            ),
+            "",
+            "```",
+            *series_excerpt(
+                events, worst.get("ss_end_s"), (worst.get("ss_end_s") or 0) + (worst.get("window_s") or 1.0)
+            ),
+            "```",
+            "",
+        ]
     return out
 
 
@@ -630,8 +815,10 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
 
 def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7.0, 6.0))
     colours = {"reno": "tab:blue", "cubic": "tab:orange", "bbr": "tab:green"}
     by_id = {r["id"]: r for r in rows}
@@ -648,9 +835,19 @@ def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
         xerr = [[x - min(fulls)], [max(fulls) - x]] if r["kind"] == "quick" and fulls else None
         yerr = y * r["ci_pct"] / 100 if r["status"] == "converged" and r.get("ci_pct") else None
         c = colours.get(r["cc"], "k")
-        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o" if r["kind"] == "validate" else "s",
-                    ms=4, color=c, mfc=c if r["status"] != "fallback" else "none", elinewidth=0.7,
-                    capsize=2, alpha=0.8)
+        ax.errorbar(
+            x,
+            y,
+            xerr=xerr,
+            yerr=yerr,
+            fmt="o" if r["kind"] == "validate" else "s",
+            ms=4,
+            color=c,
+            mfc=c if r["status"] != "fallback" else "none",
+            elinewidth=0.7,
+            capsize=2,
+            alpha=0.8,
+        )
         vals += [x, y]
     lo = min([1.0] + vals) * 0.7
     hi = max([10.0] + vals) * 1.4
@@ -663,9 +860,15 @@ def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
     ax.scatter([], [], marker="o", c="grey", label="paired (validate)")
     ax.scatter([], [], marker="s", c="grey", label="separate quick run")
     ax.scatter([], [], marker="o", facecolors="none", edgecolors="grey", label="fell back (full run)")
-    ax.set(xscale="log", yscale="log", xlim=xs, ylim=xs, xlabel="20 s measurement (Mbit/s)",
-           ylabel="quick mode (Mbit/s), bar: +/- quick_ci_pct",
-           title="Quick mode vs 20 s (emulated paths)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=xs,
+        ylim=xs,
+        xlabel="20 s measurement (Mbit/s)",
+        ylabel="quick mode (Mbit/s), bar: +/- quick_ci_pct",
+        title="Quick mode vs 20 s (emulated paths)",
+    )
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -675,8 +878,10 @@ def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
 
 def plot_trace(m: dict, out: Path) -> str:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     ev = m["validate"][0]
     samples = [e for e in ev if e["event"] == "sample"]
     t = [s["t"] for s in samples]
@@ -742,12 +947,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=int, default=20, help="length of the full runs (default 20)")
     ap.add_argument("--runs", type=int, default=3, help="validate and quick runs per row (default 3)")
     ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where the report goes")
-    ap.add_argument("--runs-dir", type=Path, default=RUNS_DIR,
-                    help=f"where the raw JSON Lines of every run go (default {RUNS_DIR})")
-    ap.add_argument("--prober", type=Path, default=QUICKPROBE,
-                    help=f"the quickprobe binary to measure (default {QUICKPROBE})")
-    ap.add_argument("--reuse", action="store_true",
-                    help="rebuild the report from the runs kept in --runs-dir (no traffic)")
+    ap.add_argument(
+        "--runs-dir", type=Path, default=RUNS_DIR, help=f"where the raw JSON Lines of every run go (default {RUNS_DIR})"
+    )
+    ap.add_argument(
+        "--prober", type=Path, default=QUICKPROBE, help=f"the quickprobe binary to measure (default {QUICKPROBE})"
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="rebuild the report from the runs kept in --runs-dir (no traffic)"
+    )
     a = ap.parse_args(argv)
     if not 1 <= a.runs <= 20:
         raise SystemExit(f"bench_quick: --runs {a.runs}: allowed 1-20")
@@ -768,25 +976,32 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     measured, rows, runs = [], [], []
     for i, row in enumerate(matrix, 1):
-        m = (load_row(row, a.runs, a.runs_dir) if a.reuse
-             else measure_row(row, a.seconds, a.runs, a.runs_dir))
+        m = load_row(row, a.runs, a.runs_dir) if a.reuse else measure_row(row, a.seconds, a.runs, a.runs_dir)
         s, flat = summarise_row(m)
         measured.append(m)
         rows.append(s)
         runs += flat
-        print(f"[{i}/{len(matrix)} {time.monotonic() - t0:5.0f}s] {row.id:34s} 20 s "
-              f"{fmt(s['full_mbps']):>7} Mbit/s  max |err| paired {fmt(s['validate_max_abs_err']):>5} % "
-              f"separate {fmt(s['quick_max_abs_err']):>5} %  converged {s['converged']}/{s['estimates']}  "
-              f"spread {fmt(s['quick_cv_pct'])}/{fmt(s['full_cv_pct'])} %  time saved "
-              f"{fmt(s['time_saved_pct'])} %  {s['errors']}", flush=True)
-    meta = {"command": "make bench-quick" + (" FULL=1" if a.full else "")
-            + (f" (--only {a.only})" if a.only else "")
-            + (f" (--seconds {a.seconds})" if a.seconds != 20 else "")
-            + (f" (--runs {a.runs})" if a.runs != 3 else "")
-            + (f" (--prober {a.prober})" if PROBER != QUICKPROBE else ""),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "wall_s": time.monotonic() - t0, "kernel": os.uname().release, "seconds": a.seconds,
-            "runs": a.runs}
+        print(
+            f"[{i}/{len(matrix)} {time.monotonic() - t0:5.0f}s] {row.id:34s} 20 s "
+            f"{fmt(s['full_mbps']):>7} Mbit/s  max |err| paired {fmt(s['validate_max_abs_err']):>5} % "
+            f"separate {fmt(s['quick_max_abs_err']):>5} %  converged {s['converged']}/{s['estimates']}  "
+            f"spread {fmt(s['quick_cv_pct'])}/{fmt(s['full_cv_pct'])} %  time saved "
+            f"{fmt(s['time_saved_pct'])} %  {s['errors']}",
+            flush=True,
+        )
+    meta = {
+        "command": "make bench-quick"
+        + (" FULL=1" if a.full else "")
+        + (f" (--only {a.only})" if a.only else "")
+        + (f" (--seconds {a.seconds})" if a.seconds != 20 else "")
+        + (f" (--runs {a.runs})" if a.runs != 3 else "")
+        + (f" (--prober {a.prober})" if PROBER != QUICKPROBE else ""),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_s": time.monotonic() - t0,
+        "kernel": os.uname().release,
+        "seconds": a.seconds,
+        "runs": a.runs,
+    }
     # A rebuilt report keeps the measuring run's command, date and duration.
     meta_file = a.runs_dir / "meta.json"
     if a.reuse and meta_file.exists():
@@ -804,8 +1019,7 @@ def main(argv=None) -> int:
         with open(NOTES, "a") as fh:
             fh.write(f"\n## path-lab: bench-quick misses, {meta['date']} ({meta['command']})\n\n")
             fh.write("\n".join(misses) + "\n")
-    print(f"\nwrote {a.out / 'report-quick.md'} and .csv in {meta['wall_s'] / 60:.1f} min; "
-          f"targets: {verdict}")
+    print(f"\nwrote {a.out / 'report-quick.md'} and .csv in {meta['wall_s'] / 60:.1f} min; targets: {verdict}")
     return 0
 
 

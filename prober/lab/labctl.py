@@ -24,6 +24,7 @@ namespaces and the TUN devices. Nothing needs a cleanup pass. Commands started b
 `labctl exec` from another shell are not children of the lab: they keep the near namespace
 alive until they exit (the path is gone then, so they fail fast).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -146,11 +147,11 @@ class PathSpec:
         if self.jitter_dist not in ("uniform", "normal"):
             problems.append(f"jitter_dist {self.jitter_dist!r} (allowed: uniform, normal)")
         if not (0 <= self.cross_mbps < self.rate_mbps):
-            problems.append(f"cross_mbps {self.cross_mbps} (allowed: 0 <= cross < the rate, "
-                            f"{self.rate_mbps:g})")
+            problems.append(f"cross_mbps {self.cross_mbps} (allowed: 0 <= cross < the rate, {self.rate_mbps:g})")
         if not (1 <= self.cross_on_ms <= 3.6e6) or not (0 <= self.cross_off_ms <= 3.6e6):
-            problems.append(f"cross on/off {self.cross_on_ms:g}/{self.cross_off_ms:g} ms "
-                            "(allowed: on 1 ms-1 h, off 0-1 h)")
+            problems.append(
+                f"cross on/off {self.cross_on_ms:g}/{self.cross_off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)"
+            )
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -160,8 +161,7 @@ class PathSpec:
                 problems.append(f"server_window: {e}")
             if self.server == "iperf3":
                 # iperf3 -s refuses -w ("client only"): the client sets an iperf3 window.
-                problems.append("server_window with iperf3 (allowed only with server iperf2: "
-                                "`iperf3 -s` has no -w)")
+                problems.append("server_window with iperf3 (allowed only with server iperf2: `iperf3 -s` has no -w)")
         if problems:
             raise ValueError(f"path {self.name!r}: bad " + "; bad ".join(problems))
 
@@ -243,9 +243,16 @@ class Lab:
         print(lab.stats())
     """
 
-    def __init__(self, path: PathSpec, *, seed: int = 1, server: bool = True,
-                 tcp_mem_max: int = 32 << 20, log_dir: FsPath | None = None,
-                 rt_prio: int = 10):
+    def __init__(
+        self,
+        path: PathSpec,
+        *,
+        seed: int = 1,
+        server: bool = True,
+        tcp_mem_max: int = 32 << 20,
+        log_dir: FsPath | None = None,
+        rt_prio: int = 10,
+    ):
         self.path = path
         self.seed = seed
         self.want_server = server
@@ -341,31 +348,61 @@ class Lab:
         # second connection skip slow-start: turn the metrics cache off. IPv6 is off so that
         # no router/MLD chatter crosses the path (the lab is IPv4 only).
         top = self.tcp_mem_max
-        self._ns_cmd(ns, ["sysctl", "-q", "-w",
-                          "net.ipv6.conf.all.disable_ipv6=1",
-                          "net.ipv6.conf.default.disable_ipv6=1",
-                          f"net.ipv4.tcp_rmem=4096 131072 {top}",
-                          f"net.ipv4.tcp_wmem=4096 16384 {top}",
-                          "net.ipv4.tcp_no_metrics_save=1"])
+        self._ns_cmd(
+            ns,
+            [
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+                f"net.ipv4.tcp_rmem=4096 131072 {top}",
+                f"net.ipv4.tcp_wmem=4096 16384 {top}",
+                "net.ipv4.tcp_no_metrics_save=1",
+            ],
+        )
 
     def _start_delayline(self) -> None:
         p = self.path
         one_way_us = int(round(p.rtt_ms * 1000 / 2))
-        argv = [str(DELAYLINE), "--near-ns", self.near_ns, "--far-ns", self.far_ns,
-                "--near-dev", NEAR_DEV, "--far-dev", FAR_DEV,
-                "--rate", str(int(p.rate_bps)), "--delay-us", str(one_way_us),
-                "--queue", str(p.queue_bytes), "--loss", repr(p.loss), "--seed", str(self.seed),
-                # The delay line needs ~20 % of a core at 300 Mbit/s and never spins, so
-                # SCHED_FIFO costs others little and keeps its release times honest on a
-                # box shared with the prober, iperf3 and everyone else's work.
-                "--rt-prio", str(self.rt_prio)]
+        argv = [
+            str(DELAYLINE),
+            "--near-ns",
+            self.near_ns,
+            "--far-ns",
+            self.far_ns,
+            "--near-dev",
+            NEAR_DEV,
+            "--far-dev",
+            FAR_DEV,
+            "--rate",
+            str(int(p.rate_bps)),
+            "--delay-us",
+            str(one_way_us),
+            "--queue",
+            str(p.queue_bytes),
+            "--loss",
+            repr(p.loss),
+            "--seed",
+            str(self.seed),
+            # The delay line needs ~20 % of a core at 300 Mbit/s and never spins, so
+            # SCHED_FIFO costs others little and keeps its release times honest on a
+            # box shared with the prober, iperf3 and everyone else's work.
+            "--rt-prio",
+            str(self.rt_prio),
+        ]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
         if p.cross_mbps:
             # Only the data direction (near -> far): the ACK path stays clean.
-            argv += ["--fwd-cross-rate", str(int(p.cross_mbps * 1e6)),
-                     "--fwd-cross-on-ms", repr(float(p.cross_on_ms)),
-                     "--fwd-cross-off-ms", repr(float(p.cross_off_ms))]
+            argv += [
+                "--fwd-cross-rate",
+                str(int(p.cross_mbps * 1e6)),
+                "--fwd-cross-on-ms",
+                repr(float(p.cross_on_ms)),
+                "--fwd-cross-off-ms",
+                repr(float(p.cross_off_ms)),
+            ]
         self._delay = self._spawn(argv, None, stdout=subprocess.PIPE, text=True, bufsize=1)
         threading.Thread(target=self._read_delayline, daemon=True).start()
         first = self._next_line(5.0)
@@ -389,8 +426,7 @@ class Lab:
 
     def _configure(self, ns: str, dev: str, addr: str, peer: str) -> None:
         self._ns_cmd(ns, ["ip", "link", "set", "lo", "up"])
-        self._ns_cmd(ns, ["ip", "link", "set", dev, "mtu", str(self.path.mtu),
-                          "txqueuelen", "10000", "up"])
+        self._ns_cmd(ns, ["ip", "link", "set", dev, "mtu", str(self.path.mtu), "txqueuelen", "10000", "up"])
         self._ns_cmd(ns, ["ip", "addr", "add", addr, "peer", f"{peer}/32", "dev", dev])
 
     def _start_server(self) -> None:
@@ -454,8 +490,9 @@ class Lab:
         ns = self.near_ns if where == "near" else self.far_ns
         return self._spawn(argv, ns, **kw)
 
-    def run(self, argv: list[str], where: str = "near", timeout: float | None = None,
-            **kw) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: list[str], where: str = "near", timeout: float | None = None, **kw
+    ) -> subprocess.CompletedProcess:
         """Run a command to completion in a lab namespace (like subprocess.run)."""
         if kw.pop("capture_output", False):
             kw["stdout"] = kw["stderr"] = subprocess.PIPE
@@ -482,11 +519,19 @@ class Lab:
             os.close(home)
 
     def info(self) -> dict:
-        return {"path": asdict(self.path), "near_addr": self.near_addr, "far_addr": self.far_addr,
-                "port": self.port, "server": self.path.server, "pid": os.getpid(),
-                "near_ns": self.near_ns, "far_ns": self.far_ns,
-                "near_holder": self._near.pid, "far_holder": self._far.pid,
-                "delayline": self._delay.pid}
+        return {
+            "path": asdict(self.path),
+            "near_addr": self.near_addr,
+            "far_addr": self.far_addr,
+            "port": self.port,
+            "server": self.path.server,
+            "pid": os.getpid(),
+            "near_ns": self.near_ns,
+            "far_ns": self.far_ns,
+            "near_holder": self._near.pid,
+            "far_holder": self._far.pid,
+            "delayline": self._delay.pid,
+        }
 
 
 # ---------------------------------------------------------------- command line
@@ -639,10 +684,13 @@ def cmd_down(a) -> int:
 def cmd_paths(a) -> int:
     for name, p in load_paths().items():
         extra = (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms" if p.jitter_ms else "") + (
-            f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
-        print(f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
-              f"loss {p.loss:<6g} BDP {p.bdp_bytes / 1e6:6.2f} MB{extra}  {p.server}"
-              f"{' -w ' + p.server_window if p.server_window else ''}  {p.description}")
+            f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else ""
+        )
+        print(
+            f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
+            f"loss {p.loss:<6g} BDP {p.bdp_bytes / 1e6:6.2f} MB{extra}  {p.server}"
+            f"{' -w ' + p.server_window if p.server_window else ''}  {p.description}"
+        )
     return 0
 
 
@@ -658,26 +706,38 @@ def main(argv=None) -> int:
     up.add_argument("--mtu", type=int, help="TUN MTU (default 9000)")
     up.add_argument("--iperf2", action="store_true", help="run `iperf -s` instead of `iperf3 -s`")
     up.add_argument("--server-window", help="the server's -w, e.g. 256K")
-    up.add_argument("--jitter", help="per-packet one-way delay jitter, e.g. 2ms (uniform +/-, or "
-                    "the std-dev with --jitter-dist normal); packets never reorder")
+    up.add_argument(
+        "--jitter",
+        help="per-packet one-way delay jitter, e.g. 2ms (uniform +/-, or "
+        "the std-dev with --jitter-dist normal); packets never reorder",
+    )
     up.add_argument("--jitter-dist", choices=("uniform", "normal"), help="jitter distribution")
     up.add_argument("--cross", help="open-loop cross traffic on the data direction, e.g. 40M")
     up.add_argument("--cross-on", help="cross traffic on period, e.g. 1s (default 1s)")
     up.add_argument("--cross-off", help="cross traffic off period, e.g. 1s (default 0: always on)")
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
-    for p in (up,) + tuple(sub.add_parser(n, help=h) for n, h in (
+    for p in (up,) + tuple(
+        sub.add_parser(n, help=h)
+        for n, h in (
             ("exec", "run a command in the lab's near namespace"),
             ("stats", "print the delay line's counters"),
-            ("down", "tear the lab down"))):
+            ("down", "tear the lab down"),
+        )
+    ):
         p.add_argument("--lab", default="default", help="lab name (several can be up at once)")
     execp = sub.choices["exec"]
-    execp.add_argument("--far", dest="where", action="store_const", const="far", default="near",
-                       help="run in the far (server) namespace instead")
+    execp.add_argument(
+        "--far",
+        dest="where",
+        action="store_const",
+        const="far",
+        default="near",
+        help="run in the far (server) namespace instead",
+    )
     execp.add_argument("argv", nargs=argparse.REMAINDER)
     sub.add_parser("paths", help="list the named paths")
     a = ap.parse_args(argv)
-    return {"up": cmd_up, "exec": cmd_exec, "stats": cmd_stats, "down": cmd_down,
-            "paths": cmd_paths}[a.cmd](a)
+    return {"up": cmd_up, "exec": cmd_exec, "stats": cmd_stats, "down": cmd_down, "paths": cmd_paths}[a.cmd](a)
 
 
 if __name__ == "__main__":

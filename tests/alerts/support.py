@@ -1,4 +1,5 @@
 """A real local HTTP server that records webhook POSTs (and can answer errors or stall)."""
+
 import contextlib
 import json
 import threading
@@ -23,8 +24,9 @@ class Hook:
                 if len(self.received) >= count:
                     return list(self.received)
             time.sleep(0.05)
-        raise AssertionError(f"webhook got {len(self.received)} of {count} POSTs within {timeout} s "
-                             f"({self.requests} requests in all)")
+        raise AssertionError(
+            f"webhook got {len(self.received)} of {count} POSTs within {timeout} s ({self.requests} requests in all)"
+        )
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Alert notices: the webhook POSTed to a real local HTTP server (retries, timeout), e-mail
 through Django's mail backend."""
+
 import pytest
 from django.core import mail
 
@@ -18,9 +19,19 @@ def alert(site, vantage):
     m1 = factories.make_done_measurement(site=site, vantage=vantage)
     m2 = factories.make_done_measurement(site=site, vantage=vantage)
     return Alert.objects.create(
-        rule=rule, site=site, vantage=vantage, series="P1 wdefault default", mode="quick", baseline_bps=100e6,
-        threshold_bps=70e6, opened_by=m2, opened_bps=[{"slug": m1.slug, "at": "2026-11-22T10:00:00+00:00", "bps": 40e6},
-                                                     {"slug": m2.slug, "at": "2026-11-22T10:10:00+00:00", "bps": 30e6}])
+        rule=rule,
+        site=site,
+        vantage=vantage,
+        series="P1 wdefault default",
+        mode="quick",
+        baseline_bps=100e6,
+        threshold_bps=70e6,
+        opened_by=m2,
+        opened_bps=[
+            {"slug": m1.slug, "at": "2026-11-22T10:00:00+00:00", "bps": 40e6},
+            {"slug": m2.slug, "at": "2026-11-22T10:10:00+00:00", "bps": 30e6},
+        ],
+    )
 
 
 def test_webhook_delivered_as_json_post(alert, settings):
@@ -32,8 +43,12 @@ def test_webhook_delivered_as_json_post(alert, settings):
     assert got["content_type"] == "application/json"
     body = got["json"]
     assert body["event"] == "alert.opened" and body["alert_id"] == alert.pk
-    assert (body["site"], body["vantage"], body["mode"], body["series"]) == \
-        ("loopback", "local", "quick", "P1 wdefault default")
+    assert (body["site"], body["vantage"], body["mode"], body["series"]) == (
+        "loopback",
+        "local",
+        "quick",
+        "P1 wdefault default",
+    )
     assert (body["baseline_bps"], body["threshold_bps"], body["threshold_pct"]) == (100e6, 70e6, 70.0)
     assert [r["bps"] for r in body["results"]] == [40e6, 30e6]
     assert body["results"][1]["permalink"] == f"https://portal.example.org/m/{alert.opened_by.slug}/"
@@ -77,8 +92,9 @@ def test_webhook_timeout_is_a_failed_attempt(alert, settings):
 def test_webhook_refused_is_a_failed_attempt(alert):
     from tests.servers import free_port
 
-    d = Delivery.objects.create(alert=alert, kind="opened", channel="webhook",
-                                target=f"http://127.0.0.1:{free_port()}/hook")
+    d = Delivery.objects.create(
+        alert=alert, kind="opened", channel="webhook", target=f"http://127.0.0.1:{free_port()}/hook"
+    )
     assert delivery_mod.attempt(d.pk) == "retry"
     d.refresh_from_db()
     assert "Connection refused" in d.last_error
@@ -102,6 +118,7 @@ def test_email_alert_and_recovery(alert, settings):
 
 
 def test_attempt_skips_delivery_already_sent(alert):
-    d = Delivery.objects.create(alert=alert, kind="opened", channel="webhook", target="http://127.0.0.1:9/",
-                                status="sent")
+    d = Delivery.objects.create(
+        alert=alert, kind="opened", channel="webhook", target="http://127.0.0.1:9/", status="sent"
+    )
     assert delivery_mod.attempt(d.pk) == "gone"

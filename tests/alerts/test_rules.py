@@ -1,5 +1,6 @@
 """Alert rules judged on stored results: K bad results in a row open one alert, K good ones
 close it, one outlier changes nothing; deliveries are queued for each channel."""
+
 import datetime as dt
 
 import pytest
@@ -17,8 +18,13 @@ T0 = timezone.now() - dt.timedelta(days=1)
 def _result(site, vantage, i, bps, **overrides):
     created = T0 + dt.timedelta(minutes=10 * i)
     m = factories.make_done_measurement(
-        site=site, vantage=vantage, created_at=created, finished_at=created,
-        result=factories.sample_result_event(quick_bps=bps, cumulative_bps=bps), **overrides)
+        site=site,
+        vantage=vantage,
+        created_at=created,
+        finished_at=created,
+        result=factories.sample_result_event(quick_bps=bps, cumulative_bps=bps),
+        **overrides,
+    )
     return m
 
 
@@ -31,8 +37,14 @@ def _feed(site, vantage, rates, start=0, **overrides):
 
 
 def _rule(**overrides):
-    fields = {"name": "drop", "baseline_results": 4, "consecutive": 2, "threshold_pct": 70.0,
-              "email_to": "noc@example.org, ops@example.org", "webhook_url": "http://127.0.0.1:9/hook"}
+    fields = {
+        "name": "drop",
+        "baseline_results": 4,
+        "consecutive": 2,
+        "threshold_pct": 70.0,
+        "email_to": "noc@example.org, ops@example.org",
+        "webhook_url": "http://127.0.0.1:9/hook",
+    }
     fields.update(overrides)
     return AlertRule.objects.create(**fields)
 
@@ -51,8 +63,11 @@ def test_rule_opens_after_k_bad_results_not_one(site, vantage):
     assert [p["bps"] for p in alert.opened_bps] == [40e6, 30e6]
     assert alert.series == "P1 wdefault default" and alert.mode == "quick"
     kinds = sorted(Delivery.objects.filter(alert=alert).values_list("kind", "channel", "target", "status"))
-    assert kinds == [("opened", "email", "noc@example.org", "pending"), ("opened", "email", "ops@example.org", "pending"),
-                     ("opened", "webhook", "http://127.0.0.1:9/hook", "pending")]
+    assert kinds == [
+        ("opened", "email", "noc@example.org", "pending"),
+        ("opened", "email", "ops@example.org", "pending"),
+        ("opened", "webhook", "http://127.0.0.1:9/hook", "pending"),
+    ]
 
 
 def test_rule_closes_after_k_good_results_with_frozen_baseline(site, vantage):
@@ -65,8 +80,11 @@ def test_rule_closes_after_k_good_results_with_frozen_baseline(site, vantage):
     assert [a.pk for a in changed] == [alert.pk]
     alert.refresh_from_db()
     assert not alert.is_open and [p["bps"] for p in alert.closed_bps] == [80e6, 75e6]
-    assert sorted(Delivery.objects.filter(alert=alert, kind="closed").values_list("channel", flat=True)) == \
-        ["email", "email", "webhook"]
+    assert sorted(Delivery.objects.filter(alert=alert, kind="closed").values_list("channel", flat=True)) == [
+        "email",
+        "email",
+        "webhook",
+    ]
     # A later drop opens a new alert against a fresh baseline.
     _feed(site, vantage, [75e6] * 3 + [10e6, 10e6], start=10)
     assert Alert.objects.filter(closed_at__isnull=True).count() == 1 and Alert.objects.count() == 2
@@ -103,8 +121,12 @@ def test_rule_baseline_window_excludes_old_results(site, vantage):
     _rule(baseline_days=1)
     old = T0 - dt.timedelta(days=5)
     for i in range(4):
-        factories.make_done_measurement(site=site, vantage=vantage, created_at=old + dt.timedelta(minutes=i),
-                                        result=factories.sample_result_event(quick_bps=100e6))
+        factories.make_done_measurement(
+            site=site,
+            vantage=vantage,
+            created_at=old + dt.timedelta(minutes=i),
+            result=factories.sample_result_event(quick_bps=100e6),
+        )
     assert _feed(site, vantage, [10e6, 10e6]) == []
 
 
@@ -115,8 +137,11 @@ def test_rule_uses_cumulative_when_quick_not_entered(site, vantage):
     for i in (4, 5):
         created = T0 + dt.timedelta(minutes=10 * i)
         m = factories.make_done_measurement(
-            site=site, vantage=vantage, created_at=created,
-            result=factories.sample_result_event(quick_mode_entered=False, quick_bps=None, cumulative_bps=20e6))
+            site=site,
+            vantage=vantage,
+            created_at=created,
+            result=factories.sample_result_event(quick_mode_entered=False, quick_bps=None, cumulative_bps=20e6),
+        )
         changed = evaluate(m.pk)
     assert [p["bps"] for p in changed[0].opened_bps] == [20e6, 20e6]
 

@@ -1,4 +1,5 @@
 """The alerts page: readable by anyone (like the site pages), open and closed apart."""
+
 import pytest
 from django.utils import timezone
 
@@ -13,12 +14,29 @@ def alerts(site, vantage):
     rule = AlertRule.objects.create(name="drop 70", threshold_pct=70.0)
     m = factories.make_done_measurement(site=site, vantage=vantage)
     points = [{"slug": m.slug, "at": "2026-11-22T10:00:00+00:00", "bps": 40e6}]
-    open_alert = Alert.objects.create(rule=rule, site=site, vantage=vantage, series="any", mode="quick",
-                                      baseline_bps=100e6, threshold_bps=70e6, opened_bps=points)
+    open_alert = Alert.objects.create(
+        rule=rule,
+        site=site,
+        vantage=vantage,
+        series="any",
+        mode="quick",
+        baseline_bps=100e6,
+        threshold_bps=70e6,
+        opened_bps=points,
+    )
     Delivery.objects.create(alert=open_alert, kind="opened", channel="webhook", target="http://x/", status="sent")
-    closed = Alert.objects.create(rule=rule, site=site, vantage=vantage, series="P4 w1M cubic", mode="quick",
-                                  baseline_bps=200e6, threshold_bps=140e6, opened_bps=points, closed_at=timezone.now(),
-                                  closed_bps=points)
+    closed = Alert.objects.create(
+        rule=rule,
+        site=site,
+        vantage=vantage,
+        series="P4 w1M cubic",
+        mode="quick",
+        baseline_bps=200e6,
+        threshold_bps=140e6,
+        opened_bps=points,
+        closed_at=timezone.now(),
+        closed_bps=points,
+    )
     return open_alert, closed
 
 
@@ -49,8 +67,16 @@ def test_alert_list_pages_closed(client, site, vantage, settings):
 
     rule = AlertRule.objects.create(name="r")
     for i in range(views.CLOSED_PAGE_SIZE + 1):
-        Alert.objects.create(rule=rule, site=site, vantage=vantage, series=f"s{i}", mode="quick", baseline_bps=1,
-                             threshold_bps=1, closed_at=timezone.now())
+        Alert.objects.create(
+            rule=rule,
+            site=site,
+            vantage=vantage,
+            series=f"s{i}",
+            mode="quick",
+            baseline_bps=1,
+            threshold_bps=1,
+            closed_at=timezone.now(),
+        )
     first = client.get("/alerts/").content.decode()
     assert first.count('class="alert-closed"') == views.CLOSED_PAGE_SIZE and "older →" in first
     second = client.get("/alerts/?page=2").content.decode()

@@ -3,6 +3,7 @@
 Every page a test opens is watched for console errors, uncaught exceptions, failed requests
 and Content-Security-Policy violations; `watch.assert_clean()` fails with the full list.
 """
+
 import os
 import shutil
 

@@ -1,4 +1,5 @@
 """Helpers the browser tests import: the page watcher, screenshots and canvas pixel checks."""
+
 from pathlib import Path
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

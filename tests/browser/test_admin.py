@@ -1,5 +1,6 @@
 """The admin under the portal's Content-Security-Policy: staff pages must work without inline
 scripts too (Django's admin keeps its JavaScript in static files)."""
+
 import pytest
 
 from tests import factories
@@ -21,9 +22,14 @@ def test_admin_pages_clean_under_csp(watched_page, live_server):
     page.fill("#id_password", PASSWORD)
     page.locator("input[type=submit], button[type=submit]").last.click()
     page.wait_for_url(f"{base}/admin/")
-    for path in ("/admin/", "/admin/measure/site/", f"/admin/measure/site/{site.pk}/change/",
-                 "/admin/measure/measurement/", f"/admin/measure/measurement/{m.pk}/change/",
-                 "/admin/measure/vantage/add/"):
+    for path in (
+        "/admin/",
+        "/admin/measure/site/",
+        f"/admin/measure/site/{site.pk}/change/",
+        "/admin/measure/measurement/",
+        f"/admin/measure/measurement/{m.pk}/change/",
+        "/admin/measure/vantage/add/",
+    ):
         response = page.goto(f"{base}{path}")
         assert response.status == 200, path
     watched_page.screenshot("admin-measurement")

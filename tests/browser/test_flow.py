@@ -1,6 +1,7 @@
 """The whole user journey in a real browser: log in, request a quick test of a site backed by a
 real `iperf3 -s`, follow the live progress until done, see the charts drawn, open the site's
 history and download its CSV; no console errors and no CSP violations on any page."""
+
 import csv
 import io
 import re
@@ -33,8 +34,9 @@ def _drawn(summary, canvas_id, expect_points=None):
 def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_port, celery_worker):
     page = watched_page.page
     base = live_server.url
-    site = factories.make_site(name="Loopback iperf3", slug="loopback", host="127.0.0.1", port=iperf3_port,
-                               location="this machine")
+    site = factories.make_site(
+        name="Loopback iperf3", slug="loopback", host="127.0.0.1", port=iperf3_port, location="this machine"
+    )
     user = factories.make_user("alice", password=PASSWORD)
 
     # Sites overview, anonymous.
@@ -53,14 +55,22 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
 
     # Record the htmx polls of the permalink: they must end with 286.
     polls = []
-    page.on("response", lambda r: polls.append(r.status)
-            if r.request.headers.get("hx-request") == "true" and "/m/" in r.url else None)
+    page.on(
+        "response",
+        lambda r: polls.append(r.status) if r.request.headers.get("hx-request") == "true" and "/m/" in r.url else None,
+    )
     page.get_by_role("button", name="Start test").click()
     page.wait_for_url(re.compile(rf"^{re.escape(base)}/m/[A-Za-z0-9_-]{{12}}/$"))
     slug = page.url.rstrip("/").rsplit("/", 1)[1]
     m = Measurement.objects.get(slug=slug)
     assert (m.site_id, m.vantage.name, m.requested_by_id, m.mode, m.duration_s, m.streams) == (
-        site.pk, celery_worker.name, user.pk, "quick", 5, 1)
+        site.pk,
+        celery_worker.name,
+        user.pk,
+        "quick",
+        5,
+        1,
+    )
 
     # Live progress: the page shows the phase bar while the worker runs the prober.
     # (On a stalled machine the test may already be done when the page first renders.)
@@ -68,7 +78,8 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     if followed:
         page.wait_for_function(
             "() => !document.getElementById('phase') || document.getElementById('phase').textContent !== 'queued'",
-            timeout=30_000)
+            timeout=30_000,
+        )
         watched_page.screenshot("live-progress")
     page.wait_for_function(FINISHED, timeout=60_000)
     m.refresh_from_db()
@@ -120,7 +131,12 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     assert len(rows) == 2
     row = dict(zip(rows[0], rows[1]))
     assert (row["slug"], row["site"], row["vantage"], row["mode"], row["status"]) == (
-        slug, "loopback", celery_worker.name, "quick", "done")
+        slug,
+        "loopback",
+        celery_worker.name,
+        "quick",
+        "done",
+    )
     assert float(row["quick_bps"]) == m.quick_bps
     assert float(row["headline_bps"]) == m.quick_bps
 

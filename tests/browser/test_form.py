@@ -1,5 +1,6 @@
 """The request form in the browser: a bad value comes back with a message at its field that says
 what is allowed, nothing is queued, and what the user typed is kept."""
+
 import pytest
 
 from portal.measure.models import Measurement
@@ -40,8 +41,9 @@ def test_form_bad_window_shows_error_at_field(watched_page, live_server):
     refused = f"{base}/measure/new?site=loopback"
     assert watched_page.bad_responses == [f"400 POST {refused}"]
     watched_page.bad_responses.clear()
-    watched_page.console_errors = [e for e in watched_page.console_errors
-                                   if not (e.endswith(f"({refused})") and "status of 400" in e)]
+    watched_page.console_errors = [
+        e for e in watched_page.console_errors if not (e.endswith(f"({refused})") and "status of 400" in e)
+    ]
     watched_page.assert_clean()
 
 

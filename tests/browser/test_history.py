@@ -1,5 +1,6 @@
 """A site's history page with a month of results: the charts hold exactly the stored points,
 the table pages, and a click on a chart point opens that measurement."""
+
 import datetime as dt
 import math
 from pathlib import Path
@@ -20,19 +21,38 @@ def _month_of_results(site, vantage, now):
         created = now - dt.timedelta(hours=12 * i + 1)
         rate = 900e6 + 60e6 * math.sin(i / 3)
         if i % 5 == 0:
-            result = factories.sample_result_event(mode="full", quick_mode_entered=False, quick_bps=None,
-                                                   cumulative_bps=rate, full_bps=rate, time_saved_pct=None,
-                                                   traffic_saved_pct=None, rtt_us=30_000 + 100 * i)
+            result = factories.sample_result_event(
+                mode="full",
+                quick_mode_entered=False,
+                quick_bps=None,
+                cumulative_bps=rate,
+                full_bps=rate,
+                time_saved_pct=None,
+                traffic_saved_pct=None,
+                rtt_us=30_000 + 100 * i,
+            )
         else:
-            result = factories.sample_result_event(quick_bps=rate, cumulative_bps=rate * 0.93,
-                                                   rtt_us=30_000 + 100 * i)
-        done.append(factories.make_done_measurement(
-            site=site, vantage=vantage, result=result, mode=result["mode"], created_at=created,
-            started_at=created, finished_at=created + dt.timedelta(seconds=2)))
+            result = factories.sample_result_event(quick_bps=rate, cumulative_bps=rate * 0.93, rtt_us=30_000 + 100 * i)
+        done.append(
+            factories.make_done_measurement(
+                site=site,
+                vantage=vantage,
+                result=result,
+                mode=result["mode"],
+                created_at=created,
+                started_at=created,
+                finished_at=created + dt.timedelta(seconds=2),
+            )
+        )
     for i in range(3):
-        factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
-                                   failure_reason="connect to 192.0.2.1 port 5201: Connection refused",
-                                   created_at=now - dt.timedelta(hours=12 * i + 7))
+        factories.make_measurement(
+            site=site,
+            vantage=vantage,
+            status="failed",
+            failure_code="connect_refused",
+            failure_reason="connect to 192.0.2.1 port 5201: Connection refused",
+            created_at=now - dt.timedelta(hours=12 * i + 7),
+        )
     return done
 
 
@@ -53,8 +73,10 @@ def test_history_month_of_results_charts_table_and_click(watched_page, live_serv
     wait_for_chart(page, "chart-profile")
     # Tests ran at two hours of the day only, so the profile has exactly two bars.
     hours = {(m.created_at.hour) for m in done}
-    bars = page.evaluate("Chart.getChart(document.getElementById('chart-profile')).data.datasets[0].data"
-                         ".filter((v) => v !== null).length")
+    bars = page.evaluate(
+        "Chart.getChart(document.getElementById('chart-profile')).data.datasets[0].data"
+        ".filter((v) => v !== null).length"
+    )
     assert bars == len(hours) == 2
     watched_page.screenshot("site-history-month")
 
@@ -123,8 +145,11 @@ def test_history_csv_download_for_a_date_range(watched_page, live_server):
     now = timezone.now()
     _month_of_results(wan, factories.make_vantage(name="local"), now)
     since, until = (now - dt.timedelta(days=6)).date(), (now - dt.timedelta(days=4)).date()
-    expected = sorted(Measurement.objects.filter(site=wan, created_at__date__gte=since, created_at__date__lte=until)
-                      .values_list("slug", flat=True))
+    expected = sorted(
+        Measurement.objects.filter(site=wan, created_at__date__gte=since, created_at__date__lte=until).values_list(
+            "slug", flat=True
+        )
+    )
     assert 4 <= len(expected) <= 8  # two a day for three days, give or take the day boundaries
 
     page.goto(f"{live_server.url}/sites/wan/")

@@ -1,6 +1,7 @@
 """Path pages, the grid and the alerts page in Chromium: a site tested from two vantages with
 a window x streams sweep and validate runs; every chart is drawn (canvas pixels), the heat
 map marks its optimum, a grid cell leads to its path, and nothing breaks the CSP."""
+
 import datetime as dt
 
 import pytest
@@ -13,8 +14,14 @@ pytestmark = pytest.mark.browser
 
 KIB = 1024
 # median rate by (streams, window): one stream is window-bound, four streams fill the path.
-RATES = {(1, 64 * KIB): 80e6, (1, 256 * KIB): 300e6, (1, 1024 * KIB): 850e6,
-         (4, 64 * KIB): 310e6, (4, 256 * KIB): 880e6, (4, 1024 * KIB): 900e6}
+RATES = {
+    (1, 64 * KIB): 80e6,
+    (1, 256 * KIB): 300e6,
+    (1, 1024 * KIB): 850e6,
+    (4, 64 * KIB): 310e6,
+    (4, 256 * KIB): 880e6,
+    (4, 1024 * KIB): 900e6,
+}
 
 
 def _sweep(site, vantage, now):
@@ -23,18 +30,38 @@ def _sweep(site, vantage, now):
         for (streams, window), rate in RATES.items():
             when = now - dt.timedelta(days=day, hours=streams, minutes=window // KIB // 64)
             # Day 2 did not converge: its result is the full run's figure, here the same rate.
-            result = factories.sample_result_event(quick_bps=rate * (1 + 0.01 * day), quick_ci_pct=1.5 + day,
-                                                   quick_converged=day != 2, cumulative_bps=rate * (1 + 0.01 * day))
-            made.append(factories.make_done_measurement(
-                site=site, vantage=vantage, result=result, created_at=when, streams=streams, window_bytes=window,
-                window_limited=window == 64 * KIB and streams == 1))
+            result = factories.sample_result_event(
+                quick_bps=rate * (1 + 0.01 * day),
+                quick_ci_pct=1.5 + day,
+                quick_converged=day != 2,
+                cumulative_bps=rate * (1 + 0.01 * day),
+            )
+            made.append(
+                factories.make_done_measurement(
+                    site=site,
+                    vantage=vantage,
+                    result=result,
+                    created_at=when,
+                    streams=streams,
+                    window_bytes=window,
+                    window_limited=window == 64 * KIB and streams == 1,
+                )
+            )
     for i, err in enumerate((2.0, -3.0, 5.0, -1.0)):
         full = 850e6
         result = factories.sample_result_event(
-            mode="validate", quick_mode_entered=True, quick_bps=full * (1 + err / 100), cumulative_bps=full,
-            full_bps=full, validate={"quick_bps": full * (1 + err / 100), "error_pct": err, "quick_ci_pct": 2.0})
-        made.append(factories.make_done_measurement(site=site, vantage=vantage, mode="validate", result=result,
-                                                    created_at=now - dt.timedelta(hours=5 + i)))
+            mode="validate",
+            quick_mode_entered=True,
+            quick_bps=full * (1 + err / 100),
+            cumulative_bps=full,
+            full_bps=full,
+            validate={"quick_bps": full * (1 + err / 100), "error_pct": err, "quick_ci_pct": 2.0},
+        )
+        made.append(
+            factories.make_done_measurement(
+                site=site, vantage=vantage, mode="validate", result=result, created_at=now - dt.timedelta(hours=5 + i)
+            )
+        )
     return made
 
 
@@ -47,9 +74,16 @@ def test_path_page_analyses_drawn_and_grid_leads_there(watched_page, live_server
     near, far = factories.make_vantage(name="near"), factories.make_vantage(name="far")
     _sweep(site, near, now)
     factories.make_done_measurement(site=site, vantage=far, created_at=now - dt.timedelta(hours=1))
-    Alert.objects.create(rule=AlertRule.objects.create(name="halved"), site=site, vantage=far, series="any",
-                         mode="quick", baseline_bps=1e9, threshold_bps=5e8,
-                         opened_bps=[{"slug": "x", "at": now.isoformat(), "bps": 1e8}])
+    Alert.objects.create(
+        rule=AlertRule.objects.create(name="halved"),
+        site=site,
+        vantage=far,
+        series="any",
+        mode="quick",
+        baseline_bps=1e9,
+        threshold_bps=5e8,
+        opened_bps=[{"slug": "x", "at": now.isoformat(), "bps": 1e8}],
+    )
 
     # The overview links each path and flags the one in alert.
     page.goto(f"{live_server.url}/")
@@ -64,8 +98,9 @@ def test_path_page_analyses_drawn_and_grid_leads_there(watched_page, live_server
     assert throughput["quick"]["points"] == 24 and throughput["quick, not converged"]["points"] == 6
     assert throughput["validate"]["points"] == 4 and throughput["quick"]["pixels"] > 50
     # The error bars are drawn: quick points carry ci_pct and the bars add ink above the points.
-    assert page.evaluate("Chart.getChart(document.getElementById('chart-throughput')).data.datasets[0].data"
-                         ".every((p) => p.ci_pct > 0)")
+    assert page.evaluate(
+        "Chart.getChart(document.getElementById('chart-throughput')).data.datasets[0].data.every((p) => p.ci_pct > 0)"
+    )
 
     lines = {ds["label"]: ds for ds in wait_for_chart(page, "chart-window-1")}
     assert {k: v["points"] for k, v in lines.items()} == {"1 stream": 3, "4 streams": 3}
@@ -119,19 +154,23 @@ def _bbr_trace(n=100):
 
 def _band_pixels(page, canvas_id):
     # Pixels of the translucent mode bands (lines, text and points are drawn opaque).
-    return page.eval_on_selector(f"#{canvas_id}", """(c) => {
+    return page.eval_on_selector(
+        f"#{canvas_id}",
+        """(c) => {
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         let n = 0;
         for (let i = 3; i < d.length; i += 4) if (d[i] > 15 && d[i] < 80) n++;
         return n;
-    }""")
+    }""",
+    )
 
 
 def test_permalink_error_bar_and_bbr_modes_on_cwnd_chart(watched_page, live_server):
     page = watched_page.page
     site, vantage = factories.make_site(slug="bbr-site"), factories.make_vantage(name="local")
-    result = factories.sample_result_event(quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, elapsed_s=1.8,
-                                           congestion="bbr")
+    result = factories.sample_result_event(
+        quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, elapsed_s=1.8, congestion="bbr"
+    )
     m = factories.make_done_measurement(site=site, vantage=vantage, result=result, trace=_bbr_trace())
     page.goto(f"{live_server.url}/m/{m.slug}/")
     assert page.inner_text("#headline") == "612.0 Mbit/s ± 2.1 %"

@@ -1,5 +1,6 @@
 """Live progress in the browser: the phase bar and the live chart follow a running test, and a
 failed test shows its failure, all driven by a real worker, prober and iperf3."""
+
 import time
 
 import pytest
@@ -68,7 +69,8 @@ def test_progress_live_chart_fills_during_full_run(watched_page, live_server, ip
     assert len(trace["streams"]) == 2
     streams = wait_for_chart(page, "chart-streams")
     assert [(ds["label"], ds["points"]) for ds in streams] == [
-        (f"stream {s['id']}", len(trace["t"])) for s in trace["streams"]]
+        (f"stream {s['id']}", len(trace["t"])) for s in trace["streams"]
+    ]
     assert all(ds["pixels"] > 20 for ds in streams), streams
     watched_page.screenshot("permalink-full-2-streams")
     watched_page.assert_clean()
@@ -97,8 +99,9 @@ def test_progress_refused_target_shows_failure(watched_page, live_server, celery
 def test_progress_iperf2_site_quick_test_done(watched_page, live_server, iperf2_port, celery_worker):
     page = watched_page.page
     base = live_server.url
-    factories.make_site(name="Loopback iperf 2", slug="loopback2", host="127.0.0.1", port=iperf2_port,
-                        protocol="iperf2")
+    factories.make_site(
+        name="Loopback iperf 2", slug="loopback2", host="127.0.0.1", port=iperf2_port, protocol="iperf2"
+    )
     factories.make_user("frank", password=PASSWORD)
     log_in(page, base, "/measure/new?site=loopback2", "frank", PASSWORD)
     slug = request_test(page, celery_worker.name, "quick", 5)

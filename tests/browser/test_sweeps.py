@@ -1,5 +1,6 @@
 """Sweeps in a real browser: an admin defines a sweep, pauses it, runs it now and watches its
 run page fill in as a real worker measures a real iperf3 server; polling ends with 286."""
+
 import re
 
 import pytest
@@ -53,15 +54,23 @@ def test_admin_creates_pauses_runs_sweep_and_watches_grid(watched_page, live_ser
     assert PeriodicTask.objects.get(pk=sweep.periodic_task_id).enabled is False
 
     polls = []
-    page.on("response", lambda r: polls.append(r.status)
-            if r.request.headers.get("hx-request") == "true" and "/sweeps/" in r.url else None)
+    page.on(
+        "response",
+        lambda r: (
+            polls.append(r.status) if r.request.headers.get("hx-request") == "true" and "/sweeps/" in r.url else None
+        ),
+    )
     _action(page, base, sweep, "run_now")
     run = SweepRun.objects.get(sweep=sweep)
     page.locator(".messagelist").get_by_role("link", name=f"run {run.slug}").click()
     page.wait_for_url(f"{base}/sweeps/{run.slug}/")
     assert page.locator("#cells tbody tr").count() == 1
     assert page.locator("#cells thead th").all_inner_texts()[2:] == [
-        "quick -w default -P 1", "quick -w default -P 2", "quick -w 1M -P 1", "quick -w 1M -P 2"]
+        "quick -w default -P 1",
+        "quick -w default -P 2",
+        "quick -w 1M -P 1",
+        "quick -w 1M -P 2",
+    ]
     page.wait_for_function("() => document.querySelector('#run-state .badge.done') !== null", timeout=90_000)
     assert "4 cells: 4 done, 0 failed, 0 skipped" in " ".join(page.locator("#run-state").inner_text().split())
     links = page.locator("#cells td.cell a")

@@ -1,4 +1,5 @@
 """The vendored libraries are the files VERSIONS.md says they are, and they load in Chromium."""
+
 import hashlib
 import re
 from pathlib import Path
@@ -9,7 +10,9 @@ from portal.middleware import POLICY
 from tests.browser.pwhelpers import canvas_ink
 
 VENDOR = Path(__file__).resolve().parents[2] / "static" / "vendor"
-ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| `(?P<package>[^`]+)` \| (?P<version>[0-9.]+)[^|]*\|[^|]*\| `(?P<sha>[0-9a-f]{64})` \|$")
+ROW = re.compile(
+    r"^\| `(?P<file>[^`]+)` \| `(?P<package>[^`]+)` \| (?P<version>[0-9.]+)[^|]*\|[^|]*\| `(?P<sha>[0-9a-f]{64})` \|$"
+)
 
 
 def versions_rows():

@@ -1,5 +1,6 @@
 """A real Celery worker process (prefork, 2 children) on a queue of its own, against Redis and
 pytest-django's test database, running the real prober against a real iperf3 server."""
+
 import os
 import secrets
 import signal
@@ -44,19 +45,50 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
 
     def start(extra_queues=(), extra_env=None):
         name = f"e2e-{secrets.token_hex(4)}"
-        env = dict(os.environ, DATABASE_URL=_database_url(), VANTAGE_NAME=name, CACHE_KEY_PREFIX=cache_key_prefix,
-                   HEARTBEAT_INTERVAL_S="0.5", VANTAGE_HEARTBEAT_S="0.5", RETRY_BASE_S="0.5", RETRY_MAX_S="2",
-                   PYTHONUNBUFFERED="1", **(extra_env or {}))
+        env = dict(
+            os.environ,
+            DATABASE_URL=_database_url(),
+            VANTAGE_NAME=name,
+            CACHE_KEY_PREFIX=cache_key_prefix,
+            HEARTBEAT_INTERVAL_S="0.5",
+            VANTAGE_HEARTBEAT_S="0.5",
+            RETRY_BASE_S="0.5",
+            RETRY_MAX_S="2",
+            PYTHONUNBUFFERED="1",
+            **(extra_env or {}),
+        )
         servers.ARTIFACTS.mkdir(exist_ok=True)
         log = servers.ARTIFACTS / f"celery-{name}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "portal", "worker",
-                 "-Q", ",".join([f"vantage.{name}", *extra_queues]), "--concurrency", "2", "-P", "prefork",
-                 "--without-gossip", "--without-mingle", "--without-heartbeat",
-                 "-l", "INFO", "-n", f"{name}@%h"],
-                cwd=servers.REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "portal",
+                    "worker",
+                    "-Q",
+                    ",".join([f"vantage.{name}", *extra_queues]),
+                    "--concurrency",
+                    "2",
+                    "-P",
+                    "prefork",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                    "-l",
+                    "INFO",
+                    "-n",
+                    f"{name}@%h",
+                ],
+                cwd=servers.REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         started.append((proc, name, extra_queues))
         servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
         return Worker(proc, name, log)

@@ -1,6 +1,7 @@
 """Fresh by construction (pagecache.py): a result a real worker stores is on the very next
 request of every page that lists it, for anonymous and logged-in readers, with the pages'
 cached data warmed up beforehand."""
+
 import time
 
 import pytest
@@ -33,8 +34,9 @@ def test_result_from_worker_visible_on_next_request(celery_worker, iperf3_port, 
     for client in readers.values():  # every page's cached data exists before the new result
         for url in _pages(site).values():
             assert older.slug in _read(client, url)
-    m = request_measurement({"site": site.slug, "vantage": celery_worker.name, "mode": "quick", "duration_s": "3"},
-                            user)
+    m = request_measurement(
+        {"site": site.slug, "vantage": celery_worker.name, "mode": "quick", "duration_s": "3"}, user
+    )
     deadline = time.monotonic() + 45
     while not Measurement.objects.filter(pk=m.pk, status="done").exists():
         assert time.monotonic() < deadline, Measurement.objects.get(pk=m.pk).status

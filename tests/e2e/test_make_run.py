@@ -1,5 +1,6 @@
 """`make run`'s script on the embedded default (SQLite, file-system broker, no servers):
 it serves, measures, and leaves nothing behind on Ctrl-C."""
+
 import json
 import os
 import re
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.e2e
 
 
 def _api(port, token, path, data=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/{path}", data=data,
-                                     headers={"Authorization": f"Bearer {token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/{path}", data=data, headers={"Authorization": f"Bearer {token}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, json.loads(response.read())
 
@@ -30,8 +32,15 @@ def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
     log = tmp_path / "run.log"
     with open(log, "w") as out:
         # Run from tmp_path: anything written relative to the working directory shows up there.
-        proc = subprocess.Popen([sys.executable, str(servers.REPO / "scripts" / "run.py")], cwd=tmp_path, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         text = log.read_text()
@@ -53,7 +62,9 @@ def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
         assert log.read_text().rstrip().endswith("[run] stopped")
         # The embedded broker keeps its exchange bindings under the var dir, not in ./control.
         assert sorted(p.name for p in (tmp_path / "var" / "broker" / "control").iterdir()) == [
-            "celery.exchange", "vantage.runcheck.exchange"]
+            "celery.exchange",
+            "vantage.runcheck.exchange",
+        ]
         assert not (tmp_path / "control").exists()
         # Everything it started named the var dir or the port on its command line.
         assert servers.processes_with(str(tmp_path)) == []

@@ -16,8 +16,12 @@ def token(user):
 
 
 def request_test(client, token, **params):
-    response = client.post("/api/v1/measurements", data=json.dumps(params), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/measurements",
+        data=json.dumps(params),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 201, response.content
     return response.json()["id"]
 
@@ -37,8 +41,9 @@ def test_e2e_api_quick_measurement_done_with_trace(client, token, celery_worker,
     vantage = Vantage.objects.get(name=celery_worker.name)
     assert vantage.congestion_controls and vantage.kernel
     # The worker keeps its vantage's last_seen fresh while it runs, test or no test.
-    servers.wait_until(lambda: Vantage.objects.get(pk=vantage.pk).last_seen > vantage.last_seen, 10,
-                       "a vantage presence refresh")
+    servers.wait_until(
+        lambda: Vantage.objects.get(pk=vantage.pk).last_seen > vantage.last_seen, 10, "a vantage presence refresh"
+    )
     slug = request_test(client, token, site=site.slug, vantage=celery_worker.name, mode="quick", duration_s=5)
     body = wait_finished(client, token, slug)
     assert body["status"] == "done", body
@@ -65,8 +70,10 @@ def test_e2e_same_site_two_vantages_never_overlap(client, user, token, start_wor
     Quota.objects.create(user=user)  # four pending at once is over the default limit of three
     first, second = start_worker(), start_worker()
     site = factories.make_site(slug="e2e-shared", port=iperf3_port)
-    slugs = [request_test(client, token, site=site.slug, vantage=worker.name, duration_s=3)
-             for worker in (first, second, first, second)]
+    slugs = [
+        request_test(client, token, site=site.slug, vantage=worker.name, duration_s=3)
+        for worker in (first, second, first, second)
+    ]
     results = [wait_finished(client, token, slug, timeout=60) for slug in slugs]
     assert [r["status"] for r in results] == ["done"] * 4, results
     assert sorted({r["vantage"] for r in results}) == sorted([first.name, second.name])

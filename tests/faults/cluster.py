@@ -2,6 +2,7 @@
 in the test's own directory), Celery workers, a housekeeping worker and beat against it and
 pytest-django's test database, with short heartbeat / reaper / retry timings. Nothing here
 touches the machine's Redis (6379) or PostgreSQL server process."""
+
 import os
 import secrets
 import signal
@@ -54,9 +55,28 @@ class RedisServer:
     def start(self):
         log = self.dir / "redis.log"
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", str(log)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--logfile",
+                str(log),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         servers.wait_until(lambda: servers.listening(self.port), 10, f"redis-server on {self.port}", self.proc, log)
         return self
 
@@ -120,15 +140,28 @@ class Cluster:
         self.dir = Path(directory)
         self.redis = redis
         self.procs = []
-        self.env = dict(os.environ, DATABASE_URL=database_url(), REDIS_URL=redis.url,
-                        CACHE_KEY_PREFIX=cache_key_prefix, PYTHONUNBUFFERED="1", **TIMINGS, **(extra_env or {}))
+        self.env = dict(
+            os.environ,
+            DATABASE_URL=database_url(),
+            REDIS_URL=redis.url,
+            CACHE_KEY_PREFIX=cache_key_prefix,
+            PYTHONUNBUFFERED="1",
+            **TIMINGS,
+            **(extra_env or {}),
+        )
 
     def _start(self, name, args, env=None):
         log = self.dir / f"{name}.log"
         with open(log, "a") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", CELERY_APP, *args], cwd=servers.REPO,
-                                    env=dict(self.env, **(env or {})), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", CELERY_APP, *args],
+                cwd=servers.REPO,
+                env=dict(self.env, **(env or {})),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         handle = Proc(name, proc, log)
         self.procs.append(handle)
         return handle
@@ -138,22 +171,60 @@ class Cluster:
         from portal.measure.models import Vantage
 
         vantage = vantage or f"faults-{secrets.token_hex(3)}"
-        handle = self._start(f"worker-{vantage}-{len(self.procs)}", [
-            "worker", "-Q", f"vantage.{vantage}", "--concurrency", str(concurrency), "-P", "prefork",
-            "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "INFO", "-n", f"{vantage}@%h"],
-            env={"VANTAGE_NAME": vantage})
+        handle = self._start(
+            f"worker-{vantage}-{len(self.procs)}",
+            [
+                "worker",
+                "-Q",
+                f"vantage.{vantage}",
+                "--concurrency",
+                str(concurrency),
+                "-P",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "INFO",
+                "-n",
+                f"{vantage}@%h",
+            ],
+            env={"VANTAGE_NAME": vantage},
+        )
         before = Vantage.objects.filter(name=vantage).values_list("last_seen", flat=True).first()
         servers.wait_until(
-            lambda: Vantage.objects.filter(name=vantage).values_list("last_seen", flat=True).first() not in (None, before),
-            60, f"worker of {vantage}", handle.proc, handle.log)
+            lambda: (
+                Vantage.objects.filter(name=vantage).values_list("last_seen", flat=True).first() not in (None, before)
+            ),
+            60,
+            f"worker of {vantage}",
+            handle.proc,
+            handle.log,
+        )
         handle.vantage = vantage
         return handle
 
     def housekeeping(self):
         """The worker of the shared queue (reaper, watchdog, sweeps), as docker-compose runs it."""
-        return self._start(f"housekeeping-{len(self.procs)}", [
-            "worker", "-Q", "celery", "--concurrency", "1", "-P", "prefork", "--without-gossip", "--without-mingle",
-            "--without-heartbeat", "-l", "INFO", "-n", f"housekeeping-{secrets.token_hex(3)}@%h"])
+        return self._start(
+            f"housekeeping-{len(self.procs)}",
+            [
+                "worker",
+                "-Q",
+                "celery",
+                "--concurrency",
+                "1",
+                "-P",
+                "prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "INFO",
+                "-n",
+                f"housekeeping-{secrets.token_hex(3)}@%h",
+            ],
+        )
 
     def beat(self):
         # The scheduler is settings.CELERY_BEAT_SCHEDULER (django-celery-beat), as in compose.

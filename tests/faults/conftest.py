@@ -16,8 +16,13 @@ def redis_server(tmp_path):
 @pytest.fixture
 def dead_cache(settings, redis_server, cache_key_prefix):
     """The Django cache pointed at the test's own Redis, which is then stopped: an outage."""
-    settings.CACHES = {"default": {"BACKEND": "portal.cache.ResilientRedisCache", "LOCATION": redis_server.url,
-                                   "KEY_PREFIX": cache_key_prefix}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "portal.cache.ResilientRedisCache",
+            "LOCATION": redis_server.url,
+            "KEY_PREFIX": cache_key_prefix,
+        }
+    }
     redis_server.stop()
     return redis_server
 

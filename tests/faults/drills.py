@@ -1,5 +1,6 @@
 """What the fault drills share: asking for a test through the API, waiting for a row's final
 state within a bound, and a stock iperf3 client that keeps a server busy."""
+
 import contextlib
 import json
 import subprocess
@@ -20,8 +21,12 @@ LOST_TASK_BOUND_S = GRACE_S + 2 * INTERVAL_S + 6
 
 
 def request(client, token, **params):
-    response = client.post("/api/v1/measurements", data=json.dumps(params), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/measurements",
+        data=json.dumps(params),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 201, response.content
     return response.json()["id"]
 
@@ -40,13 +45,16 @@ def wait_status(slug, statuses, timeout, cluster=None, what=None):
         time.sleep(0.1)
     m = row(slug)
     logs = f"\n{cluster.logs()}" if cluster is not None else ""
-    raise AssertionError(f"{what or slug}: still {m.status} ({m.failure_code} {m.failure_reason!r}) after "
-                         f"{timeout:g} s, wanted {statuses}{logs}")
+    raise AssertionError(
+        f"{what or slug}: still {m.status} ({m.failure_code} {m.failure_reason!r}) after "
+        f"{timeout:g} s, wanted {statuses}{logs}"
+    )
 
 
 def wait_log(handle, text, timeout):
-    servers.wait_until(lambda: text in handle.tail(200_000), timeout, f"{text!r} in {handle.name}'s log",
-                       handle.proc, handle.log)
+    servers.wait_until(
+        lambda: text in handle.tail(200_000), timeout, f"{text!r} in {handle.name}'s log", handle.proc, handle.log
+    )
 
 
 def prober_pids(port):
@@ -57,9 +65,13 @@ def prober_pids(port):
 def busy_server(port, seconds):
     """A stock `iperf3 -c` (rate-limited, so it costs little CPU) keeps the iperf3 server on
     port busy for `seconds`: a prober gets iperf3's 'busy' (0xFF) meanwhile."""
-    proc = subprocess.Popen(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-b", "10M"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-b", "10M"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         time.sleep(1.0)  # its test has started
         assert proc.poll() is None, "the blocking iperf3 client did not start its test"

@@ -1,5 +1,6 @@
 """nginx (Debian's, with the repo's deploy/nginx/portal.conf.template) and gunicorn as real
 processes on spare loopback ports, each in a prefix directory of its own."""
+
 import contextlib
 import os
 import subprocess
@@ -45,11 +46,18 @@ def nginx(prefix, upstream_port):
     (prefix / "portal.conf").write_text(render_template(f"127.0.0.1:{port}", f"127.0.0.1:{upstream_port}"))
     conf = prefix / "nginx.conf"
     conf.write_text(MAIN_CONF.format(prefix=prefix))
-    check = subprocess.run([NGINX_BIN, "-t", "-p", str(prefix), "-c", str(conf)], check=False, capture_output=True, text=True)
+    check = subprocess.run(
+        [NGINX_BIN, "-t", "-p", str(prefix), "-c", str(conf)], check=False, capture_output=True, text=True
+    )
     assert check.returncode == 0, f"nginx -t refused the config:\n{check.stderr}"
     log = prefix / "error.log"
-    proc = subprocess.Popen([NGINX_BIN, "-p", str(prefix), "-c", str(conf)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [NGINX_BIN, "-p", str(prefix), "-c", str(conf)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         servers.wait_until(lambda: servers.listening(port), 10, f"nginx on {port}", proc, log)
         yield port
@@ -66,10 +74,27 @@ def gunicorn(var_dir, workers=1, threads=4, env=None):
     environ = dict(os.environ, PORTAL_VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **(env or {}))
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{port}", "--workers", str(workers),
-             "--threads", str(threads), "--access-logfile", "-"],
-            cwd=servers.REPO, env=environ, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+                "--access-logfile",
+                "-",
+            ],
+            cwd=servers.REPO,
+            env=environ,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         servers.wait_until(lambda: servers.listening(port), 30, f"gunicorn on {port}", proc, log)
         yield port, log

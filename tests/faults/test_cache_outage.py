@@ -1,5 +1,6 @@
 """A cache outage (Redis down) never fails a page or a test: the cache is best-effort
 (portal/cache.py), pages read PostgreSQL, progress writes are skipped."""
+
 import json
 import time
 
@@ -28,8 +29,13 @@ def test_cache_operations_with_redis_down_answer_as_misses_quickly(dead_cache):
 
 
 def test_cache_with_redis_up_still_caches(settings, redis_server, cache_key_prefix):
-    settings.CACHES = {"default": {"BACKEND": "portal.cache.ResilientRedisCache", "LOCATION": redis_server.url,
-                                   "KEY_PREFIX": cache_key_prefix}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "portal.cache.ResilientRedisCache",
+            "LOCATION": redis_server.url,
+            "KEY_PREFIX": cache_key_prefix,
+        }
+    }
     cache.set("k", {"v": 1}, 30)
     assert cache.get("k") == {"v": 1}
     assert redis_server.client().dbsize() == 1

@@ -1,5 +1,6 @@
 """The one way a measurement and its task come to exist, and the watchdog that finds rows
 whose task is gone (portal/measure/dispatch.py), against a redis-server of the test's own."""
+
 import json
 import time
 from datetime import timedelta
@@ -26,8 +27,9 @@ def make_queued(**fields):
     return dispatch.queue_measurement(site=factories.make_site(), vantage=factories.make_vantage(), **fields)
 
 
-def test_queue_measurement_sends_after_commit_with_named_task(db, broker, redis_server,
-                                                              django_capture_on_commit_callbacks):
+def test_queue_measurement_sends_after_commit_with_named_task(
+    db, broker, redis_server, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         m = make_queued(mode="full", duration_s=3)
     assert waiting_ids(redis_server, m) == []  # nothing before the commit
@@ -39,8 +41,9 @@ def test_queue_measurement_sends_after_commit_with_named_task(db, broker, redis_
     assert m.dispatched_at is not None and m.due_at <= m.dispatched_at
 
 
-def test_send_with_broker_down_returns_quickly_and_leaves_row_unsent(db, broker, redis_server,
-                                                                     django_capture_on_commit_callbacks):
+def test_send_with_broker_down_returns_quickly_and_leaves_row_unsent(
+    db, broker, redis_server, django_capture_on_commit_callbacks
+):
     redis_server.stop()
     started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=True):
@@ -94,8 +97,10 @@ def test_watchdog_resends_a_lost_task_then_fails_it_task_lost(db, broker, redis_
     assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 1}
     m.refresh_from_db()
     assert (m.status, m.failure_code) == ("failed", "task_lost")
-    assert m.failure_reason == (f"task lost: its task was not on the broker {settings.WATCHDOG_GRACE_S:g} s after "
-                                "it was due, 3 times (broker restarts or workers killed); it was given up.")
+    assert m.failure_reason == (
+        f"task lost: its task was not on the broker {settings.WATCHDOG_GRACE_S:g} s after "
+        "it was due, 3 times (broker restarts or workers killed); it was given up."
+    )
 
 
 def test_watchdog_ignores_running_and_finished_rows(db, broker, redis_server, settings):
@@ -106,12 +111,15 @@ def test_watchdog_ignores_running_and_finished_rows(db, broker, redis_server, se
     assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
 
 
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({"task": "measure.run", "id": "m42-abc", "argsrepr": "[42]"}, 42),
-    ({"task": "measure.run", "id": "0b6f-uuid", "argsrepr": "(7,)"}, 7),
-    ({"task": "measure.reap", "id": "m42-abc"}, None),
-    ({"task": "measure.run", "id": "x", "argsrepr": "'x'"}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"task": "measure.run", "id": "m42-abc", "argsrepr": "[42]"}, 42),
+        ({"task": "measure.run", "id": "0b6f-uuid", "argsrepr": "(7,)"}, 7),
+        ({"task": "measure.reap", "id": "m42-abc"}, None),
+        ({"task": "measure.run", "id": "x", "argsrepr": "'x'"}, None),
+    ],
+)
 def test_measurement_of_reads_task_id_or_args(headers, expected):
     assert dispatch.measurement_of(json.dumps({"headers": headers})) == expected
     assert dispatch.measurement_of(b"not json") is None

@@ -2,6 +2,7 @@
 separate processes: kill -9 of the vantage worker's whole group mid-test leaves no orphaned
 scheduler, the lost test is failed within the reaper's bound with no new request arriving,
 and the worker is started again and measures."""
+
 import json
 import os
 import re
@@ -21,8 +22,9 @@ pytestmark = pytest.mark.faults
 
 
 def _api(port, token, path, data=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/{path}", data=data,
-                                     headers={"Authorization": f"Bearer {token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/{path}", data=data, headers={"Authorization": f"Bearer {token}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -61,12 +63,20 @@ def _children(parent, needle):
 def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
     port = servers.free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(TIMINGS, PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runfault",
-               PYTHONUNBUFFERED="1")
+    env.update(
+        TIMINGS, PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runfault", PYTHONUNBUFFERED="1"
+    )
     log = tmp_path / "run.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(servers.REPO / "scripts" / "run.py")], cwd=tmp_path, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)

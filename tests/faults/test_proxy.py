@@ -1,6 +1,7 @@
 """nginx in front of gunicorn (issue 9 item 3): slow clients wait in nginx, not in gunicorn's
 threads. The same ten slow clients sent straight to gunicorn starve /healthz, which shows the
 test can fail."""
+
 import contextlib
 import socket
 import threading
@@ -107,8 +108,10 @@ def test_slow_clients_starve_gunicorn_alone(tmp_path):
 
 
 def test_slow_clients_do_not_starve_healthz_behind_nginx(tmp_path):
-    with proxy.gunicorn(tmp_path, workers=1, threads=4) as (upstream, log), \
-            proxy.nginx(tmp_path / "nginx", upstream) as port:
+    with (
+        proxy.gunicorn(tmp_path, workers=1, threads=4) as (upstream, log),
+        proxy.nginx(tmp_path / "nginx", upstream) as port,
+    ):
         assert get(port, timeout=WARM_UP_TIMEOUT_S)[0] == 200
         with slow_clients(port) as endings:
             probes = probe_healthz(port, 14)
@@ -122,12 +125,16 @@ def test_slow_clients_do_not_starve_healthz_behind_nginx(tmp_path):
 
 
 def test_nginx_refuses_oversized_body_before_gunicorn(tmp_path):
-    with proxy.gunicorn(tmp_path, workers=1, threads=2) as (upstream, log), \
-            proxy.nginx(tmp_path / "nginx", upstream) as port:
+    with (
+        proxy.gunicorn(tmp_path, workers=1, threads=2) as (upstream, log),
+        proxy.nginx(tmp_path / "nginx", upstream) as port,
+    ):
         body = b"x" * (300 * 1024)
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-            sock.sendall(b"POST /api/v1/measurements HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+            sock.sendall(
+                b"POST /api/v1/measurements HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            )
             try:
                 sock.sendall(body)
             except OSError:

@@ -1,6 +1,7 @@
 """Redis stopped and restarted under a running portal: the worker reconnects (celery 5.6; 5.7.0
 died with AttributeError 'hostname'), nothing is lost, and no row stays queued or running
 past its bound. Each drill runs its own redis-server, workers, housekeeping and beat."""
+
 import time
 
 import pytest
@@ -27,7 +28,8 @@ def running(cluster):
 
 
 def test_redis_restart_during_retry_worker_survives_and_test_finishes(
-        client, token, broker, cluster, running, redis_server, iperf3_port):
+    client, token, broker, cluster, running, redis_server, iperf3_port
+):
     site = factories.make_site(port=iperf3_port)
     with drills.busy_server(iperf3_port, 8):
         slug = drills.request(client, token, site=site.slug, vantage=running.vantage, duration_s=2)
@@ -45,7 +47,8 @@ def test_redis_restart_during_retry_worker_survives_and_test_finishes(
 
 
 def test_redis_down_during_test_then_restarted_result_stored(
-        client, token, broker, cluster, running, redis_server, iperf3_port):
+    client, token, broker, cluster, running, redis_server, iperf3_port
+):
     site = factories.make_site(port=iperf3_port)
     slug = drills.request(client, token, site=site.slug, vantage=running.vantage, mode="full", duration_s=6)
     drills.wait_status(slug, {"running"}, 20, cluster)
@@ -60,7 +63,8 @@ def test_redis_down_during_test_then_restarted_result_stored(
 
 
 def test_redis_down_while_request_posted_row_kept_and_sent_when_back(
-        client, token, broker, cluster, running, redis_server, iperf3_port):
+    client, token, broker, cluster, running, redis_server, iperf3_port
+):
     site = factories.make_site(port=iperf3_port)
     redis_server.stop()
     started = time.monotonic()
@@ -76,7 +80,8 @@ def test_redis_down_while_request_posted_row_kept_and_sent_when_back(
 
 
 def test_redis_killed_during_retry_worker_survives_and_test_finishes(
-        client, token, broker, cluster, running, redis_server, iperf3_port):
+    client, token, broker, cluster, running, redis_server, iperf3_port
+):
     """A crash (SIGKILL), not a clean shutdown: the AOF (fsync always here) still holds the queue."""
     site = factories.make_site(port=iperf3_port)
     with drills.busy_server(iperf3_port, 6):
@@ -91,7 +96,8 @@ def test_redis_killed_during_retry_worker_survives_and_test_finishes(
 
 
 def test_redis_down_longer_than_vantage_offline_queued_test_still_runs(
-        client, token, broker, cluster, running, redis_server, iperf3_port, settings):
+    client, token, broker, cluster, running, redis_server, iperf3_port, settings
+):
     """The vantage's worker is alive all along: its presence must not lapse while its broker
     connection is down, or the reaper would fail its queued tests as vantage_offline."""
     site = factories.make_site(port=iperf3_port)

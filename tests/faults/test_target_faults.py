@@ -3,6 +3,7 @@ garbage, one that stalls. The runner (in this process) drives the real prober ag
 iperf3 or a fake server with real sockets (tests/prober/fakes.py); each row ends failed with
 the prober's code and a reason that says what happened, within the test's bound, never retried
 as busy."""
+
 import subprocess
 import threading
 import time
@@ -25,11 +26,14 @@ def run_against(port, mode="quick", duration_s=3):
     return measurement, time.monotonic() - started
 
 
-@pytest.mark.parametrize(("script", "code", "says", "bound_s"), [
-    ("eof_before_params", "server_closed", "closed it without sending anything", 10),
-    ("garbage", "protocol", "", 10),
-    ("silent", "timeout", "", 15),
-])
+@pytest.mark.parametrize(
+    ("script", "code", "says", "bound_s"),
+    [
+        ("eof_before_params", "server_closed", "closed it without sending anything", 10),
+        ("garbage", "protocol", "", 10),
+        ("silent", "timeout", "", 15),
+    ],
+)
 def test_misbehaving_server_fails_with_its_code(transactional_db, quickprobe_bin, script, code, says, bound_s):
     with FakeIperf3(script) as fake:
         m, took = run_against(fake.port)
@@ -40,8 +44,13 @@ def test_misbehaving_server_fails_with_its_code(transactional_db, quickprobe_bin
 
 def test_target_iperf3_killed_mid_test_fails_with_reason(transactional_db, quickprobe_bin, tmp_path):
     port = servers.free_port()
-    target = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True)
+    target = subprocess.Popen(
+        ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         servers.wait_until(lambda: servers.listening(port), 10, "iperf3 -s", target)
         killer = threading.Timer(2.0, target.kill)

@@ -1,6 +1,7 @@
 """kill -9 of a worker (main process, one pool child, the whole group) mid-test and mid-retry,
 and a PostgreSQL backend terminated under a running test. The housekeeping worker and beat
 are separate processes, so a lost vantage worker is found with no new request arriving."""
+
 import os
 import signal
 import time
@@ -97,9 +98,11 @@ def test_kill_worker_group_mid_retry_task_resent_and_done(client, token, cluster
 def test_postgres_backend_terminated_mid_test_result_still_stored(client, token, cluster, running, broker, iperf3_port):
     slug = start_long_test(client, token, running, iperf3_port, duration_s=6)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                       "AND application_name NOT LIKE 'pytest%%'")
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND application_name NOT LIKE 'pytest%%'"
+        )
         terminated = [row[0] for row in cursor.fetchall()]
     assert any(terminated), "no worker backend to terminate"
     m = drills.wait_status(slug, {"done", "failed"}, 6 + 10 + 5, cluster)

@@ -1,4 +1,5 @@
 """Fixtures for the path lab tests: the lab module, the built delay line, skip reasons."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,7 @@ QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 def built_delayline():
     # `make test` builds the prober, not the lab; build the delay line here so a fresh
     # clone does not skip the lab tests for want of a binary (make is a no-op when fresh).
-    r = subprocess.run(["make", "-s", "-C", str(ROOT / "prober" / "lab")],
-                       capture_output=True, text=True)
+    r = subprocess.run(["make", "-s", "-C", str(ROOT / "prober" / "lab")], capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail(f"building the delay line failed:\n{r.stdout}{r.stderr}")
     return labctl.DELAYLINE

@@ -1,4 +1,5 @@
 """bench_quick's design and arithmetic, and its report from kept runs (no traffic, fast)."""
+
 import csv
 import importlib.util
 import json
@@ -11,7 +12,7 @@ from tests.lab.conftest import ROOT, labctl
 
 _spec = importlib.util.spec_from_file_location("bench_quick", ROOT / "prober" / "bench" / "bench_quick.py")
 bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_quick"] = bench   # dataclasses look their module up there
+sys.modules["bench_quick"] = bench  # dataclasses look their module up there
 _spec.loader.exec_module(bench)
 
 
@@ -55,7 +56,7 @@ def test_bench_default_matrix_covers_the_design_within_20_minutes():
         assert {4, 8} <= {r.streams for r in mine}, cc
         assert any(r.path.jitter_ms for r in mine) and any(r.path.cross_mbps for r in mine), cc
     assert {1e-4, 1e-3} <= {r.path.loss for r in rows}
-    assert {"dialup-reno-P1", "lossy-cubic-P1"} <= set(ids)    # the old miss rows stay
+    assert {"dialup-reno-P1", "lossy-cubic-P1"} <= set(ids)  # the old miss rows stay
     rates = [r.path.rate_mbps for r in rows if r.path.name not in ("dialup", "lossy")]
     rtts = [r.path.rtt_ms for r in rows]
     assert min(rates) == 10 and max(rates) == 400 and min(rtts) == 10 and max(rtts) == 200
@@ -86,46 +87,95 @@ def _samples(rate_bps, seconds, ss_end):
     out = []
     for i in range(int(seconds / 0.02) + 1):
         t = i * 0.02
-        out.append({"event": "sample", "t": t, "bytes_acked": int(rate_bps / 8 * t),
-                    "inst_bps": rate_bps, "cumu_bps": rate_bps, "cwnd_bytes": 1_000_000,
-                    "retransmits": 0, "streams": [{"cwnd_bytes": 1_000_000, "ssthresh_bytes": None,
-                                                   "rtt_us": 50_000, "delivery_rate_bps": rate_bps,
-                                                   "in_slow_start": t < ss_end}]})
+        out.append(
+            {
+                "event": "sample",
+                "t": t,
+                "bytes_acked": int(rate_bps / 8 * t),
+                "inst_bps": rate_bps,
+                "cumu_bps": rate_bps,
+                "cwnd_bytes": 1_000_000,
+                "retransmits": 0,
+                "streams": [
+                    {
+                        "cwnd_bytes": 1_000_000,
+                        "ssthresh_bytes": None,
+                        "rtt_us": 50_000,
+                        "delivery_rate_bps": rate_bps,
+                        "in_slow_start": t < ss_end,
+                    }
+                ],
+            }
+        )
     out.insert(int(ss_end / 0.02), {"event": "slow_start_end", "t": ss_end})
     return out
 
 
 def _validate(full_bps, quick_bps, converged=True, ci=2.0):
-    res = {"event": "result", "mode": "validate", "full_bps": full_bps, "cumulative_bps": full_bps,
-           "elapsed_s": 20.0, "bytes_sent": int(full_bps / 8 * 20), "mss_bytes": 8948,
-           "validate": {"quick_bps": quick_bps, "quick_converged": converged, "quick_ci_pct": ci,
-                        "quick_window_s": 1.5, "quick_elapsed_s": 2.0,
-                        "quick_bytes_sent": int(full_bps / 8 * 2), "slow_start_end_s": 0.5,
-                        "rule": "ssthresh_set"}}
+    res = {
+        "event": "result",
+        "mode": "validate",
+        "full_bps": full_bps,
+        "cumulative_bps": full_bps,
+        "elapsed_s": 20.0,
+        "bytes_sent": int(full_bps / 8 * 20),
+        "mss_bytes": 8948,
+        "validate": {
+            "quick_bps": quick_bps,
+            "quick_converged": converged,
+            "quick_ci_pct": ci,
+            "quick_window_s": 1.5,
+            "quick_elapsed_s": 2.0,
+            "quick_bytes_sent": int(full_bps / 8 * 2),
+            "slow_start_end_s": 0.5,
+            "rule": "ssthresh_set",
+        },
+    }
     return [{"event": "start"}, *_samples(full_bps, 4.0, 0.5), res]
 
 
 def _quick(quick_bps, converged=True, ci=2.0, full_bps=None):
     elapsed = 2.0 if converged else 20.0
-    res = {"event": "result", "mode": "quick", "quick_mode_entered": True, "quick_bps": quick_bps,
-           "cumulative_bps": full_bps or quick_bps, "full_bps": None if converged else full_bps,
-           "elapsed_s": elapsed, "bytes_sent": int(quick_bps / 8 * elapsed), "quick_converged": converged,
-           "quick_ci_pct": ci, "quick_window_s": 1.5, "slow_start_end_s": 0.5, "rule": "ssthresh_set",
-           "mss_bytes": 8948}
+    res = {
+        "event": "result",
+        "mode": "quick",
+        "quick_mode_entered": True,
+        "quick_bps": quick_bps,
+        "cumulative_bps": full_bps or quick_bps,
+        "full_bps": None if converged else full_bps,
+        "elapsed_s": elapsed,
+        "bytes_sent": int(quick_bps / 8 * elapsed),
+        "quick_converged": converged,
+        "quick_ci_pct": ci,
+        "quick_window_s": 1.5,
+        "slow_start_end_s": 0.5,
+        "rule": "ssthresh_set",
+        "mss_bytes": 8948,
+    }
     return [{"event": "start"}, *_samples(quick_bps, 2.0, 0.5), res]
 
 
 def _lab_stats():
-    d = {"drop_queue_packets": 3, "drop_loss_packets": 0, "late_max_us": 100.0,
-         "cross_drop_packets": 0, "extra_delay_mean_us": 0.0, "extra_delay_sd_us": 0.0}
+    d = {
+        "drop_queue_packets": 3,
+        "drop_loss_packets": 0,
+        "late_max_us": 100.0,
+        "cross_drop_packets": 0,
+        "extra_delay_mean_us": 0.0,
+        "extra_delay_sd_us": 0.0,
+    }
     return {"event": "stats", "fwd": d, "rev": d, "build": "test"}
 
 
 def test_bench_row_summary_exact_figures():
-    row = bench.default_matrix()[5]     # 150 Mbit/s x 70 ms: BDP 1.31 MB
-    m = {"row": row, "build": "b", "lab": _lab_stats(),
-         "validate": [_validate(100e6, 102e6), _validate(101e6, 100e6), _validate(99e6, 95e6, converged=False)],
-         "quick": [_quick(103e6), _quick(100e6, ci=1.0), _quick(96e6, converged=False, full_bps=98e6)]}
+    row = bench.default_matrix()[5]  # 150 Mbit/s x 70 ms: BDP 1.31 MB
+    m = {
+        "row": row,
+        "build": "b",
+        "lab": _lab_stats(),
+        "validate": [_validate(100e6, 102e6), _validate(101e6, 100e6), _validate(99e6, 95e6, converged=False)],
+        "quick": [_quick(103e6), _quick(100e6, ci=1.0), _quick(96e6, converged=False, full_bps=98e6)],
+    }
     s, runs = bench.summarise_row(m)
     assert s["full_mbps"] == pytest.approx(100.0)
     errs = [r["error_pct"] for r in runs]
@@ -154,19 +204,22 @@ def test_bench_report_rebuilt_from_kept_runs(tmp_path):
     for row in chosen:
         for i in range(3):
             (runs_dir / f"{row.id}.validate{i}.jsonl").write_text(
-                "\n".join(json.dumps(e) for e in _validate(100e6 + i * 1e6, 101e6)))
-            (runs_dir / f"{row.id}.quick{i}.jsonl").write_text(
-                "\n".join(json.dumps(e) for e in _quick(99e6 + i * 1e6)))
+                "\n".join(json.dumps(e) for e in _validate(100e6 + i * 1e6, 101e6))
+            )
+            (runs_dir / f"{row.id}.quick{i}.jsonl").write_text("\n".join(json.dumps(e) for e in _quick(99e6 + i * 1e6)))
         (runs_dir / f"{row.id}.lab.json").write_text(json.dumps(_lab_stats()))
     out = tmp_path / "out"
-    rc = bench.main(["--reuse", "--runs-dir", str(runs_dir), "--out", str(out),
-                     "--only", ",".join(r.id for r in chosen)])
+    rc = bench.main(
+        ["--reuse", "--runs-dir", str(runs_dir), "--out", str(out), "--only", ",".join(r.id for r in chosen)]
+    )
     assert rc == 0
     report = (out / "report-quick.md").read_text()
     # paired |err| 1, 0, 0.98 %; separate (99, 100, 101 vs the 101 mean) 1.98, 0.99, 0 %;
     # 99 +/- 2 % just misses 101: 5 of 6 covered. Traffic: 1 - 25 MB / 252.5 MB = 90.1 %.
-    assert ("| cubic | 1 | 1.0 / 1.0 / 1.0 | 1.0 / 1.8 / 1.9 | 0.8 / 1.0 (0.84) | 1/1 | 6/6 "
-            "| 83.3 (100.0) of 6 | 90.0 / 90.1 | error met, spread met, coverage **MISSED** |") in report
+    assert (
+        "| cubic | 1 | 1.0 / 1.0 / 1.0 | 1.0 / 1.8 / 1.9 | 0.8 / 1.0 (0.84) | 1/1 | 6/6 "
+        "| 83.3 (100.0) of 6 | 90.0 / 90.1 | error met, spread met, coverage **MISSED** |"
+    ) in report
     assert "time saved % | 90.0 | 90.0 | >= 85: met |" in report
     with open(out / "report-quick.csv") as fh:
         lines = list(csv.DictReader(fh))

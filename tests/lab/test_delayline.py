@@ -1,4 +1,5 @@
 """Fidelity of the emulated path: RTT, bottleneck rate, drop-tail and loss, from real flows."""
+
 import json
 import socket
 import statistics
@@ -9,29 +10,40 @@ import time
 
 import pytest
 
-TCP_INFO_MIN_RTT_OFFSET = 148   # struct tcp_info's tcpi_min_rtt (u32, microseconds)
+TCP_INFO_MIN_RTT_OFFSET = 148  # struct tcp_info's tcpi_min_rtt (u32, microseconds)
 
 
 def assert_conserved(stats):
     """Every packet read is forwarded, dropped (counted by cause) or still queued."""
     for name in ("fwd", "rev"):
         d = stats[name]
-        accounted = (d["fwd_packets"] + d["drop_queue_packets"] + d["drop_loss_packets"]
-                     + d["drop_overflow_packets"] + d["write_errors"] + d["queued_packets"])
+        accounted = (
+            d["fwd_packets"]
+            + d["drop_queue_packets"]
+            + d["drop_loss_packets"]
+            + d["drop_overflow_packets"]
+            + d["write_errors"]
+            + d["queued_packets"]
+        )
         assert d["rx_packets"] == accounted, (name, d)
         assert d["drop_overflow_packets"] == 0 and d["write_errors"] == 0, (name, d)
 
 
 def iperf3(lab, *args, timeout=30):
-    r = lab.run(["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", *args],
-                capture_output=True, text=True, timeout=timeout)
+    r = lab.run(
+        ["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert r.returncode == 0, f"exit {r.returncode}; stdout {r.stdout[-2000:]!r}; stderr {r.stderr!r}"
     return json.loads(r.stdout)
 
 
 def test_delayline_bad_option_says_what_is_allowed(built_delayline):
-    r = subprocess.run([str(built_delayline), "--near-ns", "/x", "--far-ns", "/y",
-                        "--loss", "2"], capture_output=True, text=True)
+    r = subprocess.run(
+        [str(built_delayline), "--near-ns", "/x", "--far-ns", "/y", "--loss", "2"], capture_output=True, text=True
+    )
     assert r.returncode == 2
     assert "--loss needs a number in [0, 0.999], got '2'" in r.stderr
     r = subprocess.run([str(built_delayline), "--bogus", "1"], capture_output=True, text=True)
@@ -92,7 +104,7 @@ def test_delayline_bulk_goodput_matches_rate(make_lab):
     stats = lab.stats()
     assert_conserved(stats)
     fwd = stats["fwd"]
-    assert fwd["rx_bytes"] > rate / 8 * 3   # the 4 s of traffic really went through
+    assert fwd["rx_bytes"] > rate / 8 * 3  # the 4 s of traffic really went through
     # Drop-tail: the queue reached its limit, and nothing was dropped below it.
     assert fwd["max_backlog_bytes"] >= fwd["queue_bytes"] - 9000
     if fwd["drop_queue_packets"]:

@@ -1,4 +1,5 @@
 """Fidelity of the lab's delay jitter and cross traffic, measured with real flows."""
+
 import json
 import math
 import socket
@@ -34,7 +35,7 @@ def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
     assert labctl.PathSpec(name="x").cross_duty == 0.0
 
 
-SO_TIMESTAMPNS = 35   # Linux (asm-generic, 64-bit): a struct timespec per datagram, CLOCK_REALTIME
+SO_TIMESTAMPNS = 35  # Linux (asm-generic, 64-bit): a struct timespec per datagram, CLOCK_REALTIME
 
 
 def one_way_delays_ms(lab, count: int, gap_s: float) -> list[float]:
@@ -52,7 +53,7 @@ def one_way_delays_ms(lab, count: int, gap_s: float) -> list[float]:
     def receive():
         for _ in range(count):
             data, anc, _, _ = rx.recvmsg(64, socket.CMSG_SPACE(16))
-            (level, kind, ts), = anc
+            ((level, kind, ts),) = anc
             assert (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS)
             sec, nsec = struct.unpack("qq", ts[:16])
             delays.append((sec * 1e9 + nsec - int.from_bytes(data, "big")) / 1e6)
@@ -70,14 +71,18 @@ def one_way_delays_ms(lab, count: int, gap_s: float) -> list[float]:
 
 
 @pytest.mark.lab
-@pytest.mark.parametrize("dist,jitter_ms,one_way_sd_ms", [
-    ("uniform", 4.0, 4.0 / math.sqrt(3)),   # U(-4, +4) ms has std-dev 4 / sqrt(3) = 2.31 ms
-    ("normal", 3.0, 3.0),
-])
+@pytest.mark.parametrize(
+    "dist,jitter_ms,one_way_sd_ms",
+    [
+        ("uniform", 4.0, 4.0 / math.sqrt(3)),  # U(-4, +4) ms has std-dev 4 / sqrt(3) = 2.31 ms
+        ("normal", 3.0, 3.0),
+    ],
+)
 def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms, one_way_sd_ms):
     rtt_ms = 30
-    lab = make_lab(name=f"jit-{dist}", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20,
-                   jitter_ms=jitter_ms, jitter_dist=dist)
+    lab = make_lab(
+        name=f"jit-{dist}", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20, jitter_ms=jitter_ms, jitter_dist=dist
+    )
     # 20 ms apart: two datagrams would have to draw delays 20 ms apart to need FIFO order
     # (uniform: never; normal: 4.7 std-devs of the difference).
     delays = one_way_delays_ms(lab, 250, 0.020)
@@ -100,8 +105,7 @@ def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms
 def test_jitter_bulk_flow_keeps_fifo_order(make_lab):
     # A window-limited flow (no queue drops): any retransmission would come from reordering
     # (three duplicate ACKs), which the delay line must never cause.
-    lab = make_lab(name="jit-fifo", rate_mbps=100, rtt_ms=20, queue_bytes=1 << 20,
-                   jitter_ms=2.0, jitter_dist="uniform")
+    lab = make_lab(name="jit-fifo", rate_mbps=100, rtt_ms=20, queue_bytes=1 << 20, jitter_ms=2.0, jitter_dist="uniform")
     j = iperf3(lab, "-t", "2", "-w", "128K")
     assert j["end"]["sum_sent"]["retransmits"] == 0
     stats = lab.stats()
@@ -133,8 +137,15 @@ def cross_packets_expected(p: labctl.PathSpec, t0: float, t1: float) -> int:
 
 @pytest.mark.lab
 def test_cross_traffic_idle_path_sends_its_rate_and_duty(make_lab):
-    lab = make_lab(name="cross-idle", rate_mbps=100, rtt_ms=10, queue_bytes=1 << 20,
-                   cross_mbps=40, cross_on_ms=200, cross_off_ms=300)
+    lab = make_lab(
+        name="cross-idle",
+        rate_mbps=100,
+        rtt_ms=10,
+        queue_bytes=1 << 20,
+        cross_mbps=40,
+        cross_on_ms=200,
+        cross_off_ms=300,
+    )
     s0 = lab.stats()
     time.sleep(2.0)
     s1 = lab.stats()
@@ -145,19 +156,30 @@ def test_cross_traffic_idle_path_sends_its_rate_and_duty(make_lab):
     assert abs(sent - want) <= 2, (sent, want)
     assert 2300 < want < 3100
     assert s1["fwd"]["cross_drop_packets"] == 0
-    assert s1["rev"]["cross_packets"] == 0     # the ACK direction carries no cross traffic
+    assert s1["rev"]["cross_packets"] == 0  # the ACK direction carries no cross traffic
 
 
 @pytest.mark.lab
 def test_cross_traffic_share_of_a_busy_bottleneck(make_lab):
     rate, cross = 100.0, 40.0
-    lab = make_lab(name="cross-share", rate_mbps=rate, rtt_ms=20, queue_bytes=250_000,
-                   cross_mbps=cross, cross_on_ms=500, cross_off_ms=500)
-    tcp = lab.popen(["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", "-t", "5"],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)                     # past slow-start
+    lab = make_lab(
+        name="cross-share",
+        rate_mbps=rate,
+        rtt_ms=20,
+        queue_bytes=250_000,
+        cross_mbps=cross,
+        cross_on_ms=500,
+        cross_off_ms=500,
+    )
+    tcp = lab.popen(
+        ["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", "-t", "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # past slow-start
     s0 = lab.stats()
-    time.sleep(3.0)                     # three whole on/off periods
+    time.sleep(3.0)  # three whole on/off periods
     s1 = lab.stats()
     out, err = tcp.communicate(timeout=30)
     assert tcp.returncode == 0, err

@@ -1,4 +1,5 @@
 """Quick mode end to end over an emulated 50 ms path: the prober against a real iperf3 -s."""
+
 import json
 
 import pytest
@@ -7,8 +8,12 @@ from tests.lab.conftest import labctl
 
 
 def probe(lab, quickprobe, *args):
-    r = lab.run([str(quickprobe), "-c", lab.far_addr, "-p", str(lab.port), "--json", *args],
-                capture_output=True, text=True, timeout=60)
+    r = lab.run(
+        [str(quickprobe), "-c", lab.far_addr, "-p", str(lab.port), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, f"exit {r.returncode}; stdout {r.stdout[-2000:]!r}; stderr {r.stderr!r}"
     events = [json.loads(line) for line in r.stdout.splitlines()]
     assert events[0]["event"] == "start" and events[-1]["event"] == "result"

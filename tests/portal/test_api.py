@@ -10,23 +10,36 @@ def post_json(client, data, **extra):
     return client.post("/api/v1/measurements", data=json.dumps(data), content_type="application/json", **extra)
 
 
-@pytest.mark.parametrize("method,path", [
-    ("get", "/api/v1/sites"), ("get", "/api/v1/vantages"), ("post", "/api/v1/measurements"),
-    ("get", "/api/v1/measurements/abc"), ("get", "/api/v1/measurements/abc/trace"), ("get", "/api/v1/measurements.csv"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/api/v1/sites"),
+        ("get", "/api/v1/vantages"),
+        ("post", "/api/v1/measurements"),
+        ("get", "/api/v1/measurements/abc"),
+        ("get", "/api/v1/measurements/abc/trace"),
+        ("get", "/api/v1/measurements.csv"),
+    ],
+)
 def test_api_no_token_rejected(client, db, method, path):
     response = getattr(client, method)(path)
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="api"'
-    assert response.json() == {"errors": {"authorization": [
-        "missing credentials: send the header 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME)."]}}
+    assert response.json() == {
+        "errors": {
+            "authorization": [
+                "missing credentials: send the header 'Authorization: Bearer <token>' (python manage.py issue_token USERNAME)."
+            ]
+        }
+    }
 
 
 def test_api_bad_token_rejected(client, api_token):
     response = client.get("/api/v1/sites", HTTP_AUTHORIZATION="Bearer " + api_token[:-1] + "x")
     assert response.status_code == 401
     assert response.json()["errors"]["authorization"] == [
-        "invalid token: it is unknown, revoked or its user is inactive; issue a new one with manage.py issue_token."]
+        "invalid token: it is unknown, revoked or its user is inactive; issue a new one with manage.py issue_token."
+    ]
 
 
 def test_api_inactive_user_token_rejected(client, user, api_token):
@@ -45,19 +58,39 @@ def test_api_sites_lists_enabled_only(api_client, site):
     factories.make_site(slug="off", enabled=False)
     response = api_client.get("/api/v1/sites")
     assert response.status_code == 200
-    assert response.json() == {"sites": [{"slug": "loopback", "name": "Loopback iperf3", "host": "127.0.0.1",
-                                          "port": 5201, "protocol": "iperf3", "location": "Loopback"}]}
+    assert response.json() == {
+        "sites": [
+            {
+                "slug": "loopback",
+                "name": "Loopback iperf3",
+                "host": "127.0.0.1",
+                "port": 5201,
+                "protocol": "iperf3",
+                "location": "Loopback",
+            }
+        ]
+    }
 
 
 def test_api_post_measurement_created(api_client, user, site, vantage):
-    response = post_json(api_client, {"site": "loopback", "mode": "quick", "duration_s": 5, "streams": 2, "window": "1M"})
+    response = post_json(
+        api_client, {"site": "loopback", "mode": "quick", "duration_s": 5, "streams": 2, "window": "1M"}
+    )
     assert response.status_code == 201
     body = response.json()
     m = Measurement.objects.get(slug=body["id"])
     assert body == {"id": m.slug, "slug": m.slug, "status": "queued", "permalink": f"http://testserver/m/{m.slug}/"}
     assert response["Location"] == f"/api/v1/measurements/{m.slug}"
     assert (m.site, m.vantage, m.requested_by, m.mode, m.duration_s, m.streams, m.window_bytes, m.congestion) == (
-        site, vantage, user, "quick", 5, 2, 1048576, "")
+        site,
+        vantage,
+        user,
+        "quick",
+        5,
+        2,
+        1048576,
+        "",
+    )
 
 
 def test_api_post_form_encoded_created(api_client, site, vantage):
@@ -67,32 +100,49 @@ def test_api_post_form_encoded_created(api_client, site, vantage):
 
 
 def test_api_post_bad_parameters_messages_exact(api_client, site, vantage):
-    response = post_json(api_client, {"site": "loopback", "duration_s": 0, "streams": 17, "window": "2G",
-                                      "congestion": "vegas"})
+    response = post_json(
+        api_client, {"site": "loopback", "duration_s": 0, "streams": 17, "window": "2G", "congestion": "vegas"}
+    )
     assert response.status_code == 400
-    assert response.json() == {"errors": {
-        "duration_s": ["duration_s 0 is out of range: allowed 1 to 60 seconds."],
-        "streams": ["streams 17 is out of range: allowed 1 to 16 streams."],
-        "window": ["window '2G' is not a size: write a whole number of bytes, optionally followed by K or M "
-                   "(1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"],
-        "congestion": ["congestion 'vegas' is not available on vantage local: choose one of reno, cubic, bbr, "
-                       "or leave it blank for the vantage's default."],
-    }}
+    assert response.json() == {
+        "errors": {
+            "duration_s": ["duration_s 0 is out of range: allowed 1 to 60 seconds."],
+            "streams": ["streams 17 is out of range: allowed 1 to 16 streams."],
+            "window": [
+                "window '2G' is not a size: write a whole number of bytes, optionally followed by K or M "
+                "(1024-based), from 4K to 16M, e.g. 256K; or leave it blank for the kernel's default"
+            ],
+            "congestion": [
+                "congestion 'vegas' is not available on vantage local: choose one of reno, cubic, bbr, "
+                "or leave it blank for the vantage's default."
+            ],
+        }
+    }
     assert Measurement.objects.count() == 0
 
 
 def test_api_post_unknown_site_rejected(api_client, site, vantage):
     response = post_json(api_client, {"site": "10.0.0.1"})
     assert response.status_code == 400
-    assert response.json() == {"errors": {"site": [
-        "unknown site '10.0.0.1': only registered sites can be tested; choose one of the sites listed at /api/v1/sites."]}}
+    assert response.json() == {
+        "errors": {
+            "site": [
+                "unknown site '10.0.0.1': only registered sites can be tested; choose one of the sites listed at /api/v1/sites."
+            ]
+        }
+    }
 
 
 def test_api_post_unknown_parameter_rejected(api_client, site, vantage):
     response = post_json(api_client, {"site": "loopback", "duration": 5})
     assert response.status_code == 400
-    assert response.json() == {"errors": {"duration": [
-        "unknown parameter 'duration': allowed are site, vantage, mode, duration_s, streams, window, congestion."]}}
+    assert response.json() == {
+        "errors": {
+            "duration": [
+                "unknown parameter 'duration': allowed are site, vantage, mode, duration_s, streams, window, congestion."
+            ]
+        }
+    }
 
 
 def test_api_post_bad_json_rejected(api_client, site, vantage):
@@ -138,8 +188,13 @@ def test_api_get_measurement_other_users_readable(client, other_user, done_measu
 def test_api_get_measurement_unknown_404(api_client, done_measurement):
     response = api_client.get(f"/api/v1/measurements/{done_measurement.pk}")
     assert response.status_code == 404
-    assert response.json() == {"errors": {"id": [
-        f"no measurement with id '{done_measurement.pk}': ids are the slugs returned by POST /api/v1/measurements."]}}
+    assert response.json() == {
+        "errors": {
+            "id": [
+                f"no measurement with id '{done_measurement.pk}': ids are the slugs returned by POST /api/v1/measurements."
+            ]
+        }
+    }
 
 
 def test_api_trace_exact(api_client, done_measurement):
@@ -151,8 +206,13 @@ def test_api_trace_exact(api_client, done_measurement):
 def test_api_trace_missing_while_queued_404(api_client, measurement):
     response = api_client.get(f"/api/v1/measurements/{measurement.slug}/trace")
     assert response.status_code == 404
-    assert response.json() == {"errors": {"trace": [
-        f"measurement {measurement.slug} has no trace: its status is queued; a trace exists once the status is done."]}}
+    assert response.json() == {
+        "errors": {
+            "trace": [
+                f"measurement {measurement.slug} has no trace: its status is queued; a trace exists once the status is done."
+            ]
+        }
+    }
 
 
 def test_api_openapi_schema_public(client, db):
@@ -160,8 +220,14 @@ def test_api_openapi_schema_public(client, db):
     assert response.status_code == 200
     schema = response.json()
     assert schema["openapi"].startswith("3.")
-    assert set(schema["paths"]) == {"/sites", "/vantages", "/measurements", "/measurements/{id}",
-                                    "/measurements/{id}/trace", "/measurements.csv"}
+    assert set(schema["paths"]) == {
+        "/sites",
+        "/vantages",
+        "/measurements",
+        "/measurements/{id}",
+        "/measurements/{id}/trace",
+        "/measurements.csv",
+    }
     assert schema["components"]["schemas"]["MeasurementRequest"]["properties"]["duration_s"]["maximum"] == 60
 
 
@@ -189,8 +255,10 @@ def test_api_schema_generated_from_the_declarations(client, db):
     assert request["properties"]["mode"]["enum"] == ["quick", "full", "validate"]
     assert request["properties"]["window"]["pattern"] == f"^{SIZE_PATTERN}$"
     assert list(schemas["Results"]["properties"]) == [f.name for f in RESULT_FIELDS]
-    assert schemas["Errors"]["properties"]["errors"]["additionalProperties"] == {"items": {"type": "string"},
-                                                                                "type": "array"}
+    assert schemas["Errors"]["properties"]["errors"]["additionalProperties"] == {
+        "items": {"type": "string"},
+        "type": "array",
+    }
 
 
 def test_api_results_carry_every_declared_result_field(api_client, done_measurement):
@@ -216,19 +284,32 @@ def test_api_post_over_quota_429_with_retry_after(api_client, settings, measurem
     response = post_json(api_client, {"site": "loopback"})
     assert response.status_code == 429
     assert response["Retry-After"] == str(settings.QUOTA_PENDING_RETRY_S)
-    assert response.json() == {"errors": {"quota": [
-        "You have 1 tests queued or running, the most allowed at once: wait for one to finish, then ask again."]}}
+    assert response.json() == {
+        "errors": {
+            "quota": [
+                "You have 1 tests queued or running, the most allowed at once: wait for one to finish, then ask again."
+            ]
+        }
+    }
     assert Measurement.objects.count() == 1
 
 
-@pytest.mark.parametrize("reader, shown", [
-    ("owner", "connect to 10.1.2.3 port 5201: refused"),
-    ("other", "nothing listens on the site's port"),
-])
+@pytest.mark.parametrize(
+    "reader, shown",
+    [
+        ("owner", "connect to 10.1.2.3 port 5201: refused"),
+        ("other", "nothing listens on the site's port"),
+    ],
+)
 def test_api_failure_reason_in_full_only_for_the_requester(client, user, other_user, site, vantage, reader, shown):
-    m = factories.make_measurement(site=site, vantage=vantage, requested_by=user, status="failed",
-                                   failure_code="connect_refused",
-                                   failure_reason="connect to 10.1.2.3 port 5201: refused")
+    m = factories.make_measurement(
+        site=site,
+        vantage=vantage,
+        requested_by=user,
+        status="failed",
+        failure_code="connect_refused",
+        failure_reason="connect to 10.1.2.3 port 5201: refused",
+    )
     token = ApiToken.issue(user if reader == "owner" else other_user)
     body = client.get(f"/api/v1/measurements/{m.slug}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
     assert (body["failure_code"], body["failure_reason"]) == ("connect_refused", shown)

@@ -1,5 +1,6 @@
 """Deploy safety: the settings refuse what would be unsafe in production, and the documented
 production environment (docs/production.env) passes `manage.py check --deploy` with no warning."""
+
 import os
 import secrets
 import subprocess
@@ -25,8 +26,7 @@ def _django(code, **env_overrides):
     env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE", "DEBUG"}}
     env.update(env_overrides)
     script = f"import django; django.setup(); {code}"
-    return subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
 
 
 def _manage(*args, **env_overrides):
@@ -34,8 +34,9 @@ def _manage(*args, **env_overrides):
     dropped = {"SECRET_KEY", "SECRET_KEY_FILE", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(env_overrides)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_deploy_refuses_to_start_without_secret_key_when_debug_is_off():
@@ -54,8 +55,9 @@ def test_deploy_debug_run_starts_without_secret_key():
 def test_deploy_secret_key_file_is_read(tmp_path):
     key_file = tmp_path / "key"
     key_file.write_text("k" * 10 + "from-a-file\n")
-    result = _django("from django.conf import settings; print(settings.SECRET_KEY)", DEBUG="0",
-                     SECRET_KEY_FILE=str(key_file))
+    result = _django(
+        "from django.conf import settings; print(settings.SECRET_KEY)", DEBUG="0", SECRET_KEY_FILE=str(key_file)
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "kkkkkkkkkkfrom-a-file"
 
@@ -69,8 +71,11 @@ def test_deploy_empty_or_missing_secret_key_file_is_refused(tmp_path):
 
 
 def test_deploy_proxy_ssl_header_parsed_and_bad_value_refused():
-    ok = _django("from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)",
-                 DEBUG="1", SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https")
+    ok = _django(
+        "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)",
+        DEBUG="1",
+        SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https",
+    )
     assert ok.stdout.strip() == "('HTTP_X_FORWARDED_PROTO', 'https')"
     bad = _django("", DEBUG="1", SECURE_PROXY_SSL_HEADER="https")
     assert bad.returncode != 0

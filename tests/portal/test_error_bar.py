@@ -1,6 +1,7 @@
 """Issue 7 item 7: the quick estimate's error bar on the permalink, the site table, the history
 chart, the CSV and the API; a quick estimate that did not converge is never shown as a plain
 number (the full run it fell back to is the result); older rows without the fields stay valid."""
+
 import csv
 import io
 
@@ -14,13 +15,13 @@ pytestmark = pytest.mark.django_db
 
 
 def _quick(site, vantage, **result):
-    return factories.make_done_measurement(site=site, vantage=vantage,
-                                           result=factories.sample_result_event(**result))
+    return factories.make_done_measurement(site=site, vantage=vantage, result=factories.sample_result_event(**result))
 
 
 def test_permalink_converged_shows_error_bar(client, site, vantage):
-    m = _quick(site, vantage, quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, quick_window_s=1.2,
-               elapsed_s=1.8)
+    m = _quick(
+        site, vantage, quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, quick_window_s=1.2, elapsed_s=1.8
+    )
     html = client.get(f"/m/{m.slug}/").content.decode()
     assert '<span class="figure" id="headline">612.0 Mbit/s ± 2.1 %</span>' in html
     assert "quick-mode estimate, converged in 1.80 s" in html
@@ -28,15 +29,24 @@ def test_permalink_converged_shows_error_bar(client, site, vantage):
 
 
 def test_permalink_not_converged_shows_full_run_not_estimate(client, site, vantage):
-    m = _quick(site, vantage, quick_bps=90e6, quick_ci_pct=14.0, quick_converged=False, quick_window_s=5.0,
-               cumulative_bps=142e6, full_bps=142e6, elapsed_s=10.0)
+    m = _quick(
+        site,
+        vantage,
+        quick_bps=90e6,
+        quick_ci_pct=14.0,
+        quick_converged=False,
+        quick_window_s=5.0,
+        cumulative_bps=142e6,
+        full_bps=142e6,
+        elapsed_s=10.0,
+    )
     assert m.headline_bps == 142e6 and not m.shows_error_bar
     html = client.get(f"/m/{m.slug}/").content.decode()
     assert '<span class="figure" id="headline">142.0 Mbit/s</span>' in html
     assert "quick mode did not converge: the full run's average" in html
     assert "90.0 Mbit/s ± 14.0 % (did not converge in a 5.00 s window: not the result, the full run is)" in html
     site_html = client.get("/sites/loopback/").content.decode()
-    assert "142.0 Mbit/s <span class=\"tag warn\"" in site_html and "90.0 Mbit/s" not in site_html
+    assert '142.0 Mbit/s <span class="tag warn"' in site_html and "90.0 Mbit/s" not in site_html
 
 
 def test_permalink_older_row_without_error_bar_fields(client, site, vantage):
@@ -52,9 +62,19 @@ def test_permalink_older_row_without_error_bar_fields(client, site, vantage):
 
 def test_validate_quick_estimate_error_bar(client, site, vantage):
     result = factories.sample_result_event(
-        mode="validate", quick_mode_entered=True, cumulative_bps=100e6, full_bps=100e6, quick_converged=None,
-        validate={"quick_bps": 102e6, "error_pct": 2.0, "quick_ci_pct": 1.5, "quick_converged": True,
-                  "quick_window_s": 1.1})
+        mode="validate",
+        quick_mode_entered=True,
+        cumulative_bps=100e6,
+        full_bps=100e6,
+        quick_converged=None,
+        validate={
+            "quick_bps": 102e6,
+            "error_pct": 2.0,
+            "quick_ci_pct": 1.5,
+            "quick_converged": True,
+            "quick_window_s": 1.1,
+        },
+    )
     m = factories.make_done_measurement(site=site, vantage=vantage, mode="validate", result=result)
     assert (m.validate_quick_ci_pct, m.validate_quick_converged) == (1.5, True)
     html = client.get(f"/m/{m.slug}/").content.decode()
@@ -73,8 +93,11 @@ def test_history_chart_error_bars_only_for_converged(client, site, vantage):
 
 def test_csv_and_api_carry_error_bar_fields(api_client, site, vantage):
     m = _quick(site, vantage, quick_bps=612e6, quick_ci_pct=2.1, quick_converged=True, quick_window_s=1.2)
-    rows = list(csv.DictReader(io.StringIO(b"".join(
-        api_client.get("/api/v1/measurements.csv?site=loopback").streaming_content).decode())))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(b"".join(api_client.get("/api/v1/measurements.csv?site=loopback").streaming_content).decode())
+        )
+    )
     assert (rows[0]["quick_ci_pct"], rows[0]["quick_converged"], rows[0]["quick_window_s"]) == ("2.1", "true", "1.2")
     results = api_client.get(f"/api/v1/measurements/{m.slug}").json()["results"]
     assert (results["quick_ci_pct"], results["quick_converged"], results["quick_window_s"]) == (2.1, True, 1.2)
@@ -83,18 +106,36 @@ def test_csv_and_api_carry_error_bar_fields(api_client, site, vantage):
 def test_trace_keeps_bbr_state_and_csv_only_when_bbr():
     builder = TraceBuilder()
     for t, mode, bw in ((0.1, "startup", 5e8), (0.2, "probe_bw", 9e8)):
-        builder.add_sample({"t": t, "inst_bps": 1, "cumu_bps": 1, "cwnd_bytes": 1, "streams": [
-            {"id": 1, "cwnd_bytes": 1, "bbr": {"mode": mode, "bw_bps": bw, "min_rtt_us": 40, "pacing_gain": 2.89,
-                                               "cwnd_gain": 2.0}}]})
+        builder.add_sample(
+            {
+                "t": t,
+                "inst_bps": 1,
+                "cumu_bps": 1,
+                "cwnd_bytes": 1,
+                "streams": [
+                    {
+                        "id": 1,
+                        "cwnd_bytes": 1,
+                        "bbr": {"mode": mode, "bw_bps": bw, "min_rtt_us": 40, "pacing_gain": 2.89, "cwnd_gain": 2.0},
+                    }
+                ],
+            }
+        )
     trace = builder.to_dict()
     assert trace["streams"][0]["bbr_mode"] == ["startup", "probe_bw"]
     assert trace["streams"][0]["bbr_bw_bps"] == [5e8, 9e8]
     header = next(trace_csv_rows(trace))
-    assert header[-5:] == ["s1_bbr_mode", "s1_bbr_bw_bps", "s1_bbr_min_rtt_us", "s1_bbr_pacing_gain",
-                           "s1_bbr_cwnd_gain"]
+    assert header[-5:] == [
+        "s1_bbr_mode",
+        "s1_bbr_bw_bps",
+        "s1_bbr_min_rtt_us",
+        "s1_bbr_pacing_gain",
+        "s1_bbr_cwnd_gain",
+    ]
     cubic = TraceBuilder()
-    cubic.add_sample({"t": 0.1, "inst_bps": 1, "cumu_bps": 1, "cwnd_bytes": 1,
-                      "streams": [{"id": 1, "cwnd_bytes": 1, "bbr": None}]})
+    cubic.add_sample(
+        {"t": 0.1, "inst_bps": 1, "cumu_bps": 1, "cwnd_bytes": 1, "streams": [{"id": 1, "cwnd_bytes": 1, "bbr": None}]}
+    )
     assert not any("bbr" in column for column in next(trace_csv_rows(cubic.to_dict())))
 
 

@@ -1,5 +1,6 @@
 """Login throttling through django-axes: a user name from one address is locked out after
 LOGIN_FAILURE_LIMIT wrong passwords, with a 429 that says why and when to come back."""
+
 import pytest
 
 from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fixture)
@@ -59,6 +60,5 @@ def test_login_throttle_client_ip_header_behind_a_proxy(client, user, settings, 
     # Behind nginx every login comes from the proxy's address: the header it sets names the client.
     settings.CLIENT_IP_HEADER = "X-Real-IP"
     _fail(client, times=5, HTTP_X_REAL_IP="198.51.100.7")
-    response = client.post(LOGIN, {"username": "alice", "password": "pw-for-tests-only"},
-                           HTTP_X_REAL_IP=header_value)
+    response = client.post(LOGIN, {"username": "alice", "password": "pw-for-tests-only"}, HTTP_X_REAL_IP=header_value)
     assert (response.status_code == 429) is expected_locked

@@ -71,7 +71,12 @@ def test_result_fields_copied_from_result_event(done_measurement):
     assert (m.bytes_sent, m.server_bytes, m.elapsed_s, m.slow_start_end_s) == (1234567890, 1234500000, 1.86, 0.84)
     assert (m.rule, m.retransmits, m.rtt_us, m.min_rtt_us, m.mss_bytes) == ("paper_cwnd_stable", 0, 45, 12, 65483)
     assert (m.window_requested_bytes, m.window_given_bytes, m.congestion_used) == (None, 2626560, "bbr")
-    assert (m.time_saved_pct, m.traffic_saved_pct, m.full_time_s, m.full_bytes_estimate) == (81.4, 89.4, 10, 11625000000)
+    assert (m.time_saved_pct, m.traffic_saved_pct, m.full_time_s, m.full_bytes_estimate) == (
+        81.4,
+        89.4,
+        10,
+        11625000000,
+    )
     assert (m.validate_quick_bps, m.validate_error_pct) == (None, None)
     assert m.result["event"] == "result"
 

@@ -1,5 +1,6 @@
 """The path analyses (portal/measure/paths.py) on exactly known results: per path and mode,
 the window x streams optimum, time of day in the site's zone, quick vs full, the grid."""
+
 import datetime
 
 import pytest
@@ -15,16 +16,31 @@ NOW = timezone.now()
 
 def _done(site, vantage, minutes_ago=60, mode="quick", bps=100e6, streams=1, window=None, congestion="", **extra):
     when = NOW - datetime.timedelta(minutes=minutes_ago)
-    result = factories.sample_result_event(mode=mode, quick_bps=bps, cumulative_bps=bps,
-                                           full_bps=bps if mode != "quick" else None)
-    return factories.make_done_measurement(site=site, vantage=vantage, mode=mode, result=result, created_at=when,
-                                           streams=streams, window_bytes=window, congestion=congestion, **extra)
+    result = factories.sample_result_event(
+        mode=mode, quick_bps=bps, cumulative_bps=bps, full_bps=bps if mode != "quick" else None
+    )
+    return factories.make_done_measurement(
+        site=site,
+        vantage=vantage,
+        mode=mode,
+        result=result,
+        created_at=when,
+        streams=streams,
+        window_bytes=window,
+        congestion=congestion,
+        **extra,
+    )
 
 
 def test_settings_matrix_optimum_is_cheapest_within_ten_percent(site, vantage, make_vantage):
     # streams x window medians: P1 64K 100, P1 1M 500, P4 64K 400, P4 1M 540 (best), P8 1M 530.
-    for rates, streams, window in (((90e6, 100e6, 110e6), 1, 65536), ((500e6,), 1, 1 << 20),
-                                   ((400e6,), 4, 65536), ((540e6, 530e6, 550e6), 4, 1 << 20), ((530e6,), 8, 1 << 20)):
+    for rates, streams, window in (
+        ((90e6, 100e6, 110e6), 1, 65536),
+        ((500e6,), 1, 1 << 20),
+        ((400e6,), 4, 65536),
+        ((540e6, 530e6, 550e6), 4, 1 << 20),
+        ((530e6,), 8, 1 << 20),
+    ):
         for i, bps in enumerate(rates):
             _done(site, vantage, minutes_ago=10 + i, bps=bps, streams=streams, window=window)
     _done(site, vantage, bps=10e9, streams=1, window=65536, mode="full")  # another mode: not in the table
@@ -32,15 +48,22 @@ def test_settings_matrix_optimum_is_cheapest_within_ten_percent(site, vantage, m
     [table] = paths.settings_matrix(site.pk, vantage.pk, "quick")
     assert table["congestion"] == "default" and table["windows"] == [65536, 1 << 20] and table["tests"] == 9
     assert [(r["streams"], [c and c["value"] for c in r["cells"]]) for r in table["rows"]] == [
-        (1, [100e6, 500e6]), (4, [400e6, 540e6]), (8, [None, 530e6])]
+        (1, [100e6, 500e6]),
+        (4, [400e6, 540e6]),
+        (8, [None, 530e6]),
+    ]
     assert (table["best"]["streams"], table["best"]["window_bytes"]) == (4, 1 << 20)
     # 500 >= 0.9 x 540 = 486: one stream with a 1 MiB window is as good and cheaper.
     assert (table["optimum"]["streams"], table["optimum"]["window_bytes"]) == (1, 1 << 20)
     assert [c["is_optimum"] for c in table["rows"][0]["cells"]] == [False, True]
-    assert table["lines"] == [{"streams": 1, "points": [{"x": 65536, "y": 100e6, "n": 3}, {"x": 1 << 20, "y": 500e6, "n": 1}]},
-                              {"streams": 4, "points": [{"x": 65536, "y": 400e6, "n": 1}, {"x": 1 << 20, "y": 540e6, "n": 3}]},
-                              {"streams": 8, "points": [{"x": 1 << 20, "y": 530e6, "n": 1}]}]
-    assert table["first"] == NOW - datetime.timedelta(minutes=12) and table["last"] == NOW - datetime.timedelta(minutes=10)
+    assert table["lines"] == [
+        {"streams": 1, "points": [{"x": 65536, "y": 100e6, "n": 3}, {"x": 1 << 20, "y": 500e6, "n": 1}]},
+        {"streams": 4, "points": [{"x": 65536, "y": 400e6, "n": 1}, {"x": 1 << 20, "y": 540e6, "n": 3}]},
+        {"streams": 8, "points": [{"x": 1 << 20, "y": 530e6, "n": 1}]},
+    ]
+    assert table["first"] == NOW - datetime.timedelta(minutes=12) and table["last"] == NOW - datetime.timedelta(
+        minutes=10
+    )
 
 
 def test_settings_matrix_default_window_ranks_after_explicit(site, vantage):
@@ -66,8 +89,13 @@ def test_time_of_day_in_site_time_zone_per_setting(make_site, vantage):
     day = datetime.datetime(2026, 3, 2, tzinfo=datetime.timezone.utc)
     for hour_utc, bps, streams in ((17, 100e6, 1), (17, 200e6, 1), (18, 50e6, 1), (17, 400e6, 4)):
         when = day + datetime.timedelta(hours=hour_utc)
-        factories.make_done_measurement(site=site, vantage=vantage, created_at=when, streams=streams,
-                                        result=factories.sample_result_event(quick_bps=bps))
+        factories.make_done_measurement(
+            site=site,
+            vantage=vantage,
+            created_at=when,
+            streams=streams,
+            result=factories.sample_result_event(quick_bps=bps),
+        )
     profile = paths.time_of_day(site, vantage.pk, "quick", now=day + datetime.timedelta(days=1))
     assert profile["time_zone"] == "America/Los_Angeles" and profile["stat"] == "median"
     one, four = profile["settings"]  # most tested first
@@ -88,14 +116,25 @@ def test_quick_vs_full_error_and_savings(site, vantage):
     for i, err in enumerate((1.0, -2.0, 3.0, -4.0, 10.0)):
         full = 100e6
         result = factories.sample_result_event(
-            mode="validate", quick_bps=None, full_bps=full, cumulative_bps=full, time_saved_pct=None,
-            validate={"quick_bps": full * (1 + err / 100), "error_pct": err, "quick_ci_pct": 2.0})
-        factories.make_done_measurement(site=site, vantage=vantage, mode="validate", result=result,
-                                        created_at=NOW - datetime.timedelta(minutes=i))
+            mode="validate",
+            quick_bps=None,
+            full_bps=full,
+            cumulative_bps=full,
+            time_saved_pct=None,
+            validate={"quick_bps": full * (1 + err / 100), "error_pct": err, "quick_ci_pct": 2.0},
+        )
+        factories.make_done_measurement(
+            site=site, vantage=vantage, mode="validate", result=result, created_at=NOW - datetime.timedelta(minutes=i)
+        )
     for saved_s, saved_bytes in ((8, 1000), (9, 3000)):
-        result = factories.sample_result_event(full_time_s=10, elapsed_s=10 - saved_s, full_bytes_estimate=5000,
-                                               bytes_sent=5000 - saved_bytes, time_saved_pct=saved_s * 10.0,
-                                               traffic_saved_pct=saved_bytes / 50)
+        result = factories.sample_result_event(
+            full_time_s=10,
+            elapsed_s=10 - saved_s,
+            full_bytes_estimate=5000,
+            bytes_sent=5000 - saved_bytes,
+            time_saved_pct=saved_s * 10.0,
+            traffic_saved_pct=saved_bytes / 50,
+        )
         factories.make_done_measurement(site=site, vantage=vantage, result=result)
     q = paths.quick_vs_full(site.pk, vantage.pk)
     assert q["error"]["n"] == 5
@@ -116,7 +155,10 @@ def test_chart_points_keep_modes_apart_with_error_bars(site, vantage, make_vanta
     _done(site, make_vantage(), bps=1e9)
     chart = paths.chart_points(site.pk, vantage.pk)
     assert [(p["y"], p.get("ci_pct"), p.get("converged")) for p in chart["quick"]] == [
-        (100e6, 2.5, True), (90e6, None, False), (99e6, None, None)]
+        (100e6, 2.5, True),
+        (90e6, None, False),
+        (99e6, None, None),
+    ]
     assert [p["y"] for p in chart["full"]] == [95e6]
     assert [(p["y"], p["limited"]) for p in chart["validate"]] == [(97e6, True)]
     assert len(chart["rtt_ms"]) == 5
@@ -157,7 +199,9 @@ def test_site_paths_counts_modes_and_flags(site, vantage, make_vantage):
     factories.make_measurement(site=site, vantage=far, status="failed")
     rows = paths.site_paths(site)
     assert [(r["name"], r["total"], r["done"], r["quick"], r["full"], r["validate"]) for r in rows] == [
-        ("far", 2, 1, 0, 1, 0), ("local", 2, 2, 1, 0, 1)]
+        ("far", 2, 1, 0, 1, 0),
+        ("local", 2, 2, 1, 0, 1),
+    ]
     paths.register_path_flagger(_flag_far)
     try:
         assert paths.path_flags() == {(site.pk, far.pk): "in alert: test"}
@@ -175,10 +219,12 @@ def _flag_far():
 def test_analyses_query_count_does_not_grow_with_rows(site, vantage, django_assert_num_queries):
     for i in range(30):
         _done(site, vantage, minutes_ago=i, streams=1 + i % 3, window=65536 * (1 + i % 2))
-    for fn in (lambda: paths.settings_matrix(site.pk, vantage.pk, "quick"),
-               lambda: paths.chart_points(site.pk, vantage.pk),
-               lambda: paths.quick_vs_full(site.pk, vantage.pk),
-               lambda: paths.grid()):
+    for fn in (
+        lambda: paths.settings_matrix(site.pk, vantage.pk, "quick"),
+        lambda: paths.chart_points(site.pk, vantage.pk),
+        lambda: paths.quick_vs_full(site.pk, vantage.pk),
+        lambda: paths.grid(),
+    ):
         fn()
     with django_assert_num_queries(2):
         paths.time_of_day(site, vantage.pk, "quick")

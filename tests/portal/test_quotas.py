@@ -1,4 +1,5 @@
 """Per-user request limits (portal/measure/quotas.py), checked against rows in PostgreSQL."""
+
 from datetime import timedelta
 
 import pytest
@@ -20,8 +21,9 @@ def limits(settings):
 
 
 def _past(user, site, vantage, minutes_ago, status="done", duration_s=10, elapsed_s=None):
-    m = factories.make_measurement(site=site, vantage=vantage, requested_by=user, status=status,
-                                   duration_s=duration_s, elapsed_s=elapsed_s)
+    m = factories.make_measurement(
+        site=site, vantage=vantage, requested_by=user, status=status, duration_s=duration_s, elapsed_s=elapsed_s
+    )
     m.created_at = timezone.now() - timedelta(minutes=minutes_ago)
     m.save(update_fields=["created_at"])
     return m
@@ -33,8 +35,9 @@ def test_quota_pending_limit_says_wait_with_retry_after(limits, user, site, vant
     _past(user, site, vantage, 1, status="running")
     with pytest.raises(quotas.QuotaExceeded) as raised:
         quotas.check(user, 10)
-    assert raised.value.message == ("You have 2 tests queued or running, the most allowed at once: "
-                                    "wait for one to finish, then ask again.")
+    assert raised.value.message == (
+        "You have 2 tests queued or running, the most allowed at once: wait for one to finish, then ask again."
+    )
     assert raised.value.retry_after_s == 30
 
 
@@ -55,8 +58,10 @@ def test_quota_test_seconds_count_elapsed_when_finished_and_duration_while_pendi
     quotas.check(user, 37)  # 62.5 + 37 = 99.5 <= 100
     with pytest.raises(quotas.QuotaExceeded) as raised:
         quotas.check(user, 38)
-    assert raised.value.message == ("This 38 s test would take you past 100 test-seconds in 24 hours "
-                                    "(62 s used, 38 s left): ask for a shorter test, or wait.")
+    assert raised.value.message == (
+        "This 38 s test would take you past 100 test-seconds in 24 hours "
+        "(62 s used, 38 s left): ask for a shorter test, or wait."
+    )
 
 
 def test_quota_test_seconds_retry_after_when_enough_old_tests_expire(limits, user, site, vantage, settings):
@@ -102,12 +107,17 @@ def test_quota_row_is_for_a_user_or_a_group_not_both(user):
 
 
 def _form_data(site, vantage, **overrides):
-    return {"site": site.slug, "vantage": vantage.name, "mode": "quick", "duration_s": "10", "streams": "1",
-            **overrides}
+    return {
+        "site": site.slug,
+        "vantage": vantage.name,
+        "mode": "quick",
+        "duration_s": "10",
+        "streams": "1",
+        **overrides,
+    }
 
 
-def test_quota_form_over_the_limit_answers_429_with_the_reason_and_stores_nothing(limits, client, user, site,
-                                                                                   vantage):
+def test_quota_form_over_the_limit_answers_429_with_the_reason_and_stores_nothing(limits, client, user, site, vantage):
     from portal.measure.models import Measurement
 
     client.force_login(user)

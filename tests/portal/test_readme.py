@@ -1,5 +1,6 @@
 """The README says what is true: every setting portal/settings.py reads is in its settings
 table, and nothing in the table is gone from the settings."""
+
 import re
 from pathlib import Path
 
@@ -8,13 +9,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _settings_read():
     source = (ROOT / "portal" / "settings.py").read_text()
-    return set(re.findall(r'(?:env_(?:str|bool|number|list)|os\.environ\.get)\("([A-Z][A-Z0-9_]+)"', source))
+    return set(re.findall(r'(?:env_(?:str|bool|number|list)|os\.environ\.get)\(\s*"([A-Z][A-Z0-9_]+)"', source))
 
 
 def _settings_documented():
     readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("| name | default | meaning |"):]
-    table = table[:table.index("\n\n")]
+    table = readme[readme.index("| name | default | meaning |") :]
+    table = table[: table.index("\n\n")]
     return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", "\n".join(line.split(" | ")[0] for line in table.splitlines())))
 
 

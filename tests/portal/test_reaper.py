@@ -9,18 +9,22 @@ from tests import factories
 
 def test_reaper_fails_running_with_stale_heartbeat(site, vantage):
     now = timezone.now()
-    lost = factories.make_measurement(site=site, vantage=vantage, status="running", started_at=now,
-                                      heartbeat_at=now - datetime.timedelta(seconds=31))
+    lost = factories.make_measurement(
+        site=site, vantage=vantage, status="running", started_at=now, heartbeat_at=now - datetime.timedelta(seconds=31)
+    )
     assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 1, "queued_too_long": 0, "vantage_offline": 0}
     lost.refresh_from_db()
     assert (lost.status, lost.failure_code, lost.finished_at) == ("failed", "worker_lost", now)
-    assert lost.failure_reason == "worker lost: no heartbeat from the worker for more than 30 s; the test was abandoned."
+    assert (
+        lost.failure_reason == "worker lost: no heartbeat from the worker for more than 30 s; the test was abandoned."
+    )
 
 
 def test_reaper_keeps_running_with_fresh_heartbeat(site, vantage):
     now = timezone.now()
-    alive = factories.make_measurement(site=site, vantage=vantage, status="running", started_at=now,
-                                       heartbeat_at=now - datetime.timedelta(seconds=29))
+    alive = factories.make_measurement(
+        site=site, vantage=vantage, status="running", started_at=now, heartbeat_at=now - datetime.timedelta(seconds=29)
+    )
     assert reaper.reap(now=now, heartbeat_s=30) == {"worker_lost": 0, "queued_too_long": 0, "vantage_offline": 0}
     alive.refresh_from_db()
     assert alive.status == "running"
@@ -28,8 +32,9 @@ def test_reaper_keeps_running_with_fresh_heartbeat(site, vantage):
 
 def test_reaper_fails_running_without_heartbeat_after_threshold(site, vantage):
     now = timezone.now()
-    m = factories.make_measurement(site=site, vantage=vantage, status="running",
-                                   started_at=now - datetime.timedelta(seconds=40), heartbeat_at=None)
+    m = factories.make_measurement(
+        site=site, vantage=vantage, status="running", started_at=now - datetime.timedelta(seconds=40), heartbeat_at=None
+    )
     reaper.reap(now=now, heartbeat_s=30)
     assert Measurement.objects.get(pk=m.pk).failure_code == "worker_lost"
 
@@ -59,8 +64,9 @@ def test_reaper_frees_site_for_next_claim(site, vantage):
     from portal.measure import runner
 
     now = timezone.now()
-    factories.make_measurement(site=site, vantage=vantage, status="running", started_at=now,
-                               heartbeat_at=now - datetime.timedelta(seconds=60))
+    factories.make_measurement(
+        site=site, vantage=vantage, status="running", started_at=now, heartbeat_at=now - datetime.timedelta(seconds=60)
+    )
     waiting = factories.make_measurement(site=site, vantage=vantage)
     reaper.reap(heartbeat_s=30)
     assert runner.claim(waiting.pk) is True

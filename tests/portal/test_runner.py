@@ -1,4 +1,5 @@
 """The runner against the real prober and real iperf servers on loopback."""
+
 import os
 import signal
 import socket
@@ -25,7 +26,11 @@ def test_runner_quick_iperf3_done_with_trace(db, quickprobe_bin, iperf3_port, va
     # Columns are the result event's values, unchanged.
     assert m.quick_mode_entered is m.result["quick_mode_entered"]
     assert (m.quick_bps, m.cumulative_bps, m.bytes_sent, m.elapsed_s) == (
-        m.result["quick_bps"], m.result["cumulative_bps"], m.result["bytes_sent"], m.result["elapsed_s"])
+        m.result["quick_bps"],
+        m.result["cumulative_bps"],
+        m.result["bytes_sent"],
+        m.result["elapsed_s"],
+    )
     assert m.window_given_bytes == m.result["window"]["given_bytes"]
     assert m.congestion_used == m.result["congestion"] != ""
     assert m.full_time_s == 5 and m.headline_bps > 0
@@ -42,8 +47,11 @@ def test_runner_quick_iperf3_done_with_trace(db, quickprobe_bin, iperf3_port, va
 
 def test_runner_streams_window_congestion_passed(db, quickprobe_bin, iperf3_port, vantage):
     site = factories.make_site(port=iperf3_port)
-    m = _run(factories.make_measurement(site=site, vantage=vantage, duration_s=3, streams=2, window_bytes=131072,
-                                        congestion="cubic").pk)
+    m = _run(
+        factories.make_measurement(
+            site=site, vantage=vantage, duration_s=3, streams=2, window_bytes=131072, congestion="cubic"
+        ).pk
+    )
     assert m.status == "done", m.failure_reason
     assert m.window_requested_bytes == 131072
     assert m.congestion_used == "cubic"
@@ -75,8 +83,12 @@ def test_runner_server_busy_retries_then_fails(db, quickprobe_bin, iperf3_port, 
     site = factories.make_site(port=iperf3_port)
     import subprocess
 
-    other = subprocess.Popen([quickprobe_bin, "-c", "127.0.0.1", "-p", str(iperf3_port), "--mode", "full", "-t", "8",
-                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    other = subprocess.Popen(
+        [quickprobe_bin, "-c", "127.0.0.1", "-p", str(iperf3_port), "--mode", "full", "-t", "8", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         # Wait until the other client's data flows: from then on the server refuses newcomers.
         for line in other.stdout:
@@ -93,7 +105,8 @@ def test_runner_server_busy_retries_then_fails(db, quickprobe_bin, iperf3_port, 
         m = _run(m.pk, server_busy_attempts=1)
         assert (m.status, m.failure_code) == ("failed", "server_busy")
         assert m.failure_reason.startswith(
-            f"the iperf server at 127.0.0.1:{iperf3_port} was busy with another client's test on 2 attempts; last answer: ")
+            f"the iperf server at 127.0.0.1:{iperf3_port} was busy with another client's test on 2 attempts; last answer: "
+        )
     finally:
         servers.stop(other)
 
@@ -111,7 +124,10 @@ def test_runner_silent_server_overran_killed(db, quickprobe_bin, vantage, settin
         m = _run(m.pk)
         took = time.monotonic() - started
     assert (m.status, m.failure_code) == ("failed", "overran")
-    assert m.failure_reason == "prober overran: still running 1.5 s after it started (limit: duration 1 s + margin 0.5 s); it was killed."
+    assert (
+        m.failure_reason
+        == "prober overran: still running 1.5 s after it started (limit: duration 1 s + margin 0.5 s); it was killed."
+    )
     assert took < 5  # not the prober's own 5 s protocol timeout
     assert servers.processes_with(f"-p {port} ") == []
 

@@ -1,5 +1,6 @@
 """Runner pieces that need no prober: claiming, heartbeats, storing, line and trace handling.
 The runner against the real prober is in test_runner.py."""
+
 import pytest
 from django.db import IntegrityError
 
@@ -67,11 +68,28 @@ def test_store_result_only_while_running(measurement):
 
 def test_prober_command_from_parameters(db, vantage):
     site = factories.make_site(host="iperf.example.org", port=5002, protocol="iperf2")
-    m = factories.make_measurement(site=site, vantage=vantage, mode="validate", duration_s=20, streams=4,
-                                   window_bytes=262144, congestion="cubic")
+    m = factories.make_measurement(
+        site=site, vantage=vantage, mode="validate", duration_s=20, streams=4, window_bytes=262144, congestion="cubic"
+    )
     cmd = runner.prober_command(m)
-    assert cmd[1:] == ["-c", "iperf.example.org", "-p", "5002", "-t", "20", "-P", "4", "--mode", "validate", "--json",
-                       "--iperf2", "-w", "256K", "-C", "cubic"]
+    assert cmd[1:] == [
+        "-c",
+        "iperf.example.org",
+        "-p",
+        "5002",
+        "-t",
+        "20",
+        "-P",
+        "4",
+        "--mode",
+        "validate",
+        "--json",
+        "--iperf2",
+        "-w",
+        "256K",
+        "-C",
+        "cubic",
+    ]
 
 
 def test_line_reader_splits_and_bounds_lines():
@@ -95,21 +113,53 @@ NO_BBR = {f"bbr_{k}": [None, None] for k in ("mode", "bw_bps", "min_rtt_us", "pa
 
 def test_trace_builder_late_and_missing_streams_padded():
     builder = TraceBuilder()
-    builder.add_sample({"t": 0.02, "inst_bps": 1.0, "cumu_bps": 1.0, "cwnd_bytes": 10,
-                        "streams": [{"id": 1, "cwnd_bytes": 10, "ssthresh_bytes": None, "rtt_us": 5,
-                                     "bytes_acked": 100, "total_retrans": 0}]})
-    builder.add_sample({"t": 0.04, "inst_bps": 2.0, "cumu_bps": 1.5, "cwnd_bytes": 30,
-                        "streams": [{"id": 3, "cwnd_bytes": 30, "ssthresh_bytes": 40, "rtt_us": 6,
-                                     "bytes_acked": 200, "total_retrans": 1}]})
+    builder.add_sample(
+        {
+            "t": 0.02,
+            "inst_bps": 1.0,
+            "cumu_bps": 1.0,
+            "cwnd_bytes": 10,
+            "streams": [
+                {"id": 1, "cwnd_bytes": 10, "ssthresh_bytes": None, "rtt_us": 5, "bytes_acked": 100, "total_retrans": 0}
+            ],
+        }
+    )
+    builder.add_sample(
+        {
+            "t": 0.04,
+            "inst_bps": 2.0,
+            "cumu_bps": 1.5,
+            "cwnd_bytes": 30,
+            "streams": [
+                {"id": 3, "cwnd_bytes": 30, "ssthresh_bytes": 40, "rtt_us": 6, "bytes_acked": 200, "total_retrans": 1}
+            ],
+        }
+    )
     d = builder.to_dict()
     assert d["t"] == [0.02, 0.04]
     assert d["streams"] == [
-        {"id": 1, "cwnd_bytes": [10, None], "ssthresh_bytes": [None, None], "rtt_us": [5, None],
-         "bytes_acked": [100, None], "total_retrans": [0, None], "snd_wnd_bytes": [None, None],
-         "rwnd_limited_us": [None, None], **NO_BBR},
-        {"id": 3, "cwnd_bytes": [None, 30], "ssthresh_bytes": [None, 40], "rtt_us": [None, 6],
-         "bytes_acked": [None, 200], "total_retrans": [None, 1], "snd_wnd_bytes": [None, None],
-         "rwnd_limited_us": [None, None], **NO_BBR},
+        {
+            "id": 1,
+            "cwnd_bytes": [10, None],
+            "ssthresh_bytes": [None, None],
+            "rtt_us": [5, None],
+            "bytes_acked": [100, None],
+            "total_retrans": [0, None],
+            "snd_wnd_bytes": [None, None],
+            "rwnd_limited_us": [None, None],
+            **NO_BBR,
+        },
+        {
+            "id": 3,
+            "cwnd_bytes": [None, 30],
+            "ssthresh_bytes": [None, 40],
+            "rtt_us": [None, 6],
+            "bytes_acked": [None, 200],
+            "total_retrans": [None, 1],
+            "snd_wnd_bytes": [None, None],
+            "rwnd_limited_us": [None, None],
+            **NO_BBR,
+        },
     ]
 
 
@@ -148,9 +198,11 @@ def test_progress_cache_namespace_private_to_test(measurement, cache_key_prefix)
 
     assert cache_key_prefix.startswith(CACHE_KEY_PREFIX + "-")
     progress.write(measurement.pk, "measuring", 1.0)
-    assert cache.make_key(f"measure:progress:{measurement.pk}") == f"{cache_key_prefix}:1:measure:progress:{measurement.pk}"
+    assert (
+        cache.make_key(f"measure:progress:{measurement.pk}")
+        == f"{cache_key_prefix}:1:measure:progress:{measurement.pk}"
+    )
     progress.clear(measurement.pk)
-
 
 
 def test_run_internal_error_fails_row_not_left_running(measurement, monkeypatch):
@@ -162,5 +214,6 @@ def test_run_internal_error_fails_row_not_left_running(measurement, monkeypatch)
         runner.run(measurement.pk)
     measurement.refresh_from_db()
     assert (measurement.status, measurement.failure_code) == ("failed", "internal")
-    assert measurement.failure_reason == ("the worker hit an internal error while running the measurement "
-                                          "(see the worker's log).")
+    assert measurement.failure_reason == (
+        "the worker hit an internal error while running the measurement (see the worker's log)."
+    )

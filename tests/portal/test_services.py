@@ -12,8 +12,9 @@ from portal.measure.vantages import CONGESTION_CONTROLS_PATH, register_vantage
 from tests import factories
 
 
-def test_request_measurement_enqueues_on_vantage_queue_after_commit(db, user, site, django_capture_on_commit_callbacks,
-                                                                     settings):
+def test_request_measurement_enqueues_on_vantage_queue_after_commit(
+    db, user, site, django_capture_on_commit_callbacks, settings
+):
     import redis
 
     name = f"svc-{secrets.token_hex(4)}"
@@ -22,7 +23,9 @@ def test_request_measurement_enqueues_on_vantage_queue_after_commit(db, user, si
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            m = services.request_measurement({"site": site.slug, "vantage": name, "mode": "full", "duration_s": "3"}, user)
+            m = services.request_measurement(
+                {"site": site.slug, "vantage": name, "mode": "full", "duration_s": "3"}, user
+            )
             assert client.llen(queue) == 0  # nothing is sent before the row is committed
         assert (m.status, m.mode, m.duration_s, m.requested_by) == ("queued", "full", 3, user)
         assert len(callbacks) == 1
@@ -53,8 +56,9 @@ def test_register_vantage_reads_this_host(db):
 
 
 def test_register_vantage_keeps_admin_choices(db):
-    factories.make_vantage(name="here", description="Rack 4, 10G uplink", enabled=False, kernel="old",
-                           congestion_controls=[])
+    factories.make_vantage(
+        name="here", description="Rack 4, 10G uplink", enabled=False, kernel="old", congestion_controls=[]
+    )
     vantage = register_vantage("here", "default text")
     assert (vantage.description, vantage.enabled, vantage.kernel) == ("Rack 4, 10G uplink", False, os.uname().release)
     assert Vantage.objects.get(name="here").congestion_controls == vantage.congestion_controls != []
@@ -94,7 +98,14 @@ def test_settings_bad_values_fail_loudly(monkeypatch):
 def test_settings_database_url_parsed():
     db = settings_module.database_from_url("postgres://alice:p%40ss@db.example:6543/portal?sslmode=require")
     assert (db["ENGINE"], db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["OPTIONS"]) == (
-        "django.db.backends.postgresql", "portal", "alice", "p@ss", "db.example", "6543", {"sslmode": "require"})
+        "django.db.backends.postgresql",
+        "portal",
+        "alice",
+        "p@ss",
+        "db.example",
+        "6543",
+        {"sslmode": "require"},
+    )
     assert settings_module.database_from_url("sqlite:////tmp/x.sqlite3")["NAME"] == "/tmp/x.sqlite3"
 
 
@@ -151,13 +162,17 @@ def test_admin_cancel_action_fails_unfinished_only(admin_client, admin_user, sit
     queued = factories.make_measurement(site=site, vantage=vantage)
     running = factories.make_measurement(site=factories.make_site(), vantage=vantage, status="running")
     done = factories.make_done_measurement(site=site, vantage=vantage)
-    response = admin_client.post("/admin/measure/measurement/", {
-        "action": "cancel", "_selected_action": [queued.pk, running.pk, done.pk]})
+    response = admin_client.post(
+        "/admin/measure/measurement/", {"action": "cancel", "_selected_action": [queued.pk, running.pk, done.pk]}
+    )
     assert response.status_code == 302
     for m in (queued, running, done):
         m.refresh_from_db()
     assert [(m.status, m.failure_code) for m in (queued, running, done)] == [
-        ("failed", "cancelled"), ("failed", "cancelled"), ("done", "")]
+        ("failed", "cancelled"),
+        ("failed", "cancelled"),
+        ("done", ""),
+    ]
     assert queued.failure_reason == f"cancelled by {admin_user.username}"
 
 

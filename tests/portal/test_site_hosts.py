@@ -1,4 +1,5 @@
 """Site hosts: only globally routable targets unless ALLOW_PRIVATE_SITE_HOSTS is set."""
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -11,24 +12,27 @@ def strict(settings):
     return settings
 
 
-@pytest.mark.parametrize("host, kind", [
-    ("127.0.0.1", "a loopback address"),
-    ("127.8.9.10", "a loopback address"),
-    ("localhost", "a loopback address"),
-    ("::1", "a loopback address"),
-    ("::ffff:127.0.0.1", "a loopback address"),
-    ("169.254.169.254", "a cloud metadata address"),
-    ("168.63.129.16", "a cloud metadata address"),
-    ("169.254.10.1", "a link-local address"),
-    ("fe80::1", "a link-local address"),
-    ("10.1.2.3", "a private address"),
-    ("172.16.0.9", "a private address"),
-    ("192.168.1.1", "a private address"),
-    ("fd00:ec2::254", "a private address"),
-    ("100.64.0.1", "a reserved or non-routable address"),
-    ("0.0.0.0", "a private address"),
-    ("224.0.0.1", "a reserved or non-routable address"),
-])
+@pytest.mark.parametrize(
+    "host, kind",
+    [
+        ("127.0.0.1", "a loopback address"),
+        ("127.8.9.10", "a loopback address"),
+        ("localhost", "a loopback address"),
+        ("::1", "a loopback address"),
+        ("::ffff:127.0.0.1", "a loopback address"),
+        ("169.254.169.254", "a cloud metadata address"),
+        ("168.63.129.16", "a cloud metadata address"),
+        ("169.254.10.1", "a link-local address"),
+        ("fe80::1", "a link-local address"),
+        ("10.1.2.3", "a private address"),
+        ("172.16.0.9", "a private address"),
+        ("192.168.1.1", "a private address"),
+        ("fd00:ec2::254", "a private address"),
+        ("100.64.0.1", "a reserved or non-routable address"),
+        ("0.0.0.0", "a private address"),
+        ("224.0.0.1", "a reserved or non-routable address"),
+    ],
+)
 def test_site_host_refused_names_the_address_and_the_setting(strict, host, kind):
     with pytest.raises(ValidationError) as raised:
         check_site_host(host)

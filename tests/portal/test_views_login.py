@@ -14,8 +14,9 @@ def test_login_wrong_password_says_so_and_stays(client, user):
 
 
 def test_login_then_back_to_the_form(client, user, site, vantage):
-    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests-only",
-                                                "next": "/measure/new?site=loopback"})
+    response = client.post(
+        "/accounts/login/", {"username": "alice", "password": "pw-for-tests-only", "next": "/measure/new?site=loopback"}
+    )
     assert response.status_code == 302
     assert response["Location"] == "/measure/new?site=loopback"
     assert '<option value="loopback" selected>' in client.get(response["Location"]).content.decode()

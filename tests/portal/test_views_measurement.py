@@ -30,9 +30,11 @@ def test_permalink_done_has_opengraph_tags(client, done_measurement):
     html = client.get(f"/m/{done_measurement.slug}/").content.decode()
     assert '<meta property="og:title" content="9.30 Gbit/s to Loopback iperf3">' in html
     assert f'<meta property="og:url" content="http://testserver/m/{done_measurement.slug}/">' in html
-    assert ('<meta property="og:description" content="Quick-mode TCP throughput from local to Loopback iperf3 '
-            '(127.0.0.1): slow-start ended at 0.84 s (paper_cwnd_stable), measured in 1.86 s instead of 10 s. '
-            'RTT 45 µs, 0 retransmits.">') in html
+    assert (
+        '<meta property="og:description" content="Quick-mode TCP throughput from local to Loopback iperf3 '
+        "(127.0.0.1): slow-start ended at 0.84 s (paper_cwnd_stable), measured in 1.86 s instead of 10 s. "
+        'RTT 45 µs, 0 retransmits.">'
+    ) in html
 
 
 def test_permalink_done_shows_results(client, done_measurement):
@@ -66,8 +68,9 @@ def test_permalink_single_stream_has_no_per_stream_chart(client, done_measuremen
 
 
 def test_permalink_quick_not_entered_says_so(client, site, vantage):
-    result = factories.sample_result_event(quick_mode_entered=False, quick_bps=None, cumulative_bps=4.2e8,
-                                           slow_start_end_s=None, rule=None)
+    result = factories.sample_result_event(
+        quick_mode_entered=False, quick_bps=None, cumulative_bps=4.2e8, slow_start_end_s=None, rule=None
+    )
     m = factories.make_done_measurement(site=site, vantage=vantage, result=result)
     html = client.get(f"/m/{m.slug}/").content.decode()
     assert '<span class="figure" id="headline">420.0 Mbit/s</span>' in html
@@ -76,8 +79,9 @@ def test_permalink_quick_not_entered_says_so(client, site, vantage):
 
 
 def test_permalink_full_run_does_not_claim_quick_mode_failed(client, site, vantage):
-    result = factories.sample_result_event(mode="full", quick_mode_entered=False, quick_bps=None,
-                                           cumulative_bps=4.2e8, full_bps=4.2e8)
+    result = factories.sample_result_event(
+        mode="full", quick_mode_entered=False, quick_bps=None, cumulative_bps=4.2e8, full_bps=4.2e8
+    )
     m = factories.make_done_measurement(site=site, vantage=vantage, mode="full", result=result)
     html = client.get(f"/m/{m.slug}/").content.decode()
     assert "<dt>Quick estimate</dt><dd>– (full run: not asked for)</dd>" in html
@@ -88,9 +92,14 @@ DETAIL = "<p>connect to 127.0.0.1 port 5201: Connection refused</p>"
 
 
 def _failed(site, vantage, user):
-    return factories.make_measurement(site=site, vantage=vantage, status="failed", failure_code="connect_refused",
-                                      failure_reason="connect to 127.0.0.1 port 5201: Connection refused",
-                                      requested_by=user)
+    return factories.make_measurement(
+        site=site,
+        vantage=vantage,
+        status="failed",
+        failure_code="connect_refused",
+        failure_reason="connect to 127.0.0.1 port 5201: Connection refused",
+        requested_by=user,
+    )
 
 
 def test_permalink_failed_anonymous_sees_code_and_short_reason_only(client, site, vantage, user):
@@ -232,7 +241,7 @@ def test_permalink_failed_by_admin_shows_failure_at_once(client, measurement):
     assert "in progress" in client.get(f"/m/{measurement.slug}/").content.decode()
     Measurement.objects.filter(pk=measurement.pk).update(status="failed", failure_code="cancelled")
     html = client.get(f"/m/{measurement.slug}/").content.decode()
-    assert '<code>cancelled</code>' in html
+    assert "<code>cancelled</code>" in html
 
 
 def test_permalink_logged_in_page_not_shared_with_anonymous(client, done_measurement, user):
@@ -335,4 +344,3 @@ def test_pagecache_builds_when_the_other_build_vanishes(site, monkeypatch):
     monkeypatch.setattr(pagecache, "BUILD_WAIT_S", 0.2)
     cache.add(f"{pagecache.site_key(site, 'probe')}:building", 1, 60)  # its builder died and left the marker
     assert pagecache.for_site(site, "probe", lambda: "ours") == "ours"
-

@@ -44,30 +44,61 @@ def test_new_form_ignores_unknown_preselect(client, user, site, vantage):
 
 def test_new_form_valid_post_redirects_to_live_page(client, user, site, vantage):
     client.force_login(user)
-    response = client.post("/measure/new", {"site": "loopback", "vantage": vantage.name, "mode": "full",
-                                            "duration_s": "5", "streams": "4", "window": "256K",
-                                            "congestion": "cubic"})
+    response = client.post(
+        "/measure/new",
+        {
+            "site": "loopback",
+            "vantage": vantage.name,
+            "mode": "full",
+            "duration_s": "5",
+            "streams": "4",
+            "window": "256K",
+            "congestion": "cubic",
+        },
+    )
     m = Measurement.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"/m/{m.slug}/"
-    assert (m.site, m.vantage, m.requested_by, m.mode, m.duration_s, m.streams, m.window_bytes, m.congestion,
-            m.status) == (site, vantage, user, "full", 5, 4, 262144, "cubic", "queued")
+    assert (
+        m.site,
+        m.vantage,
+        m.requested_by,
+        m.mode,
+        m.duration_s,
+        m.streams,
+        m.window_bytes,
+        m.congestion,
+        m.status,
+    ) == (site, vantage, user, "full", 5, 4, 262144, "cubic", "queued")
 
 
 def test_new_form_errors_shown_per_field_and_nothing_stored(client, user, site, vantage):
     client.force_login(user)
-    response = client.post("/measure/new", {"site": "loopback", "vantage": vantage.name, "mode": "quick",
-                                            "duration_s": "0", "streams": "99", "window": "5X",
-                                            "congestion": "vegas"})
+    response = client.post(
+        "/measure/new",
+        {
+            "site": "loopback",
+            "vantage": vantage.name,
+            "mode": "quick",
+            "duration_s": "0",
+            "streams": "99",
+            "window": "5X",
+            "congestion": "vegas",
+        },
+    )
     assert response.status_code == 400  # issue 9: a refused form is a 4xx (it was 200 until then)
     html = response.content.decode()
-    assert ('<ul class="errors" id="errors-duration_s"><li>duration_s 0 is out of range: allowed 1 to 60 seconds.'
-            '</li></ul>') in html
-    assert ('<ul class="errors" id="errors-streams"><li>streams 99 is out of range: allowed 1 to 16 streams.'
-            '</li></ul>') in html
-    assert "<ul class=\"errors\" id=\"errors-window\"><li>window &#x27;5X&#x27; is not a size" in html
-    assert ("<ul class=\"errors\" id=\"errors-congestion\"><li>congestion &#x27;vegas&#x27; is not available on "
-            "vantage local: choose one of reno, cubic, bbr") in html
+    assert (
+        '<ul class="errors" id="errors-duration_s"><li>duration_s 0 is out of range: allowed 1 to 60 seconds.</li></ul>'
+    ) in html
+    assert (
+        '<ul class="errors" id="errors-streams"><li>streams 99 is out of range: allowed 1 to 16 streams.</li></ul>'
+    ) in html
+    assert '<ul class="errors" id="errors-window"><li>window &#x27;5X&#x27; is not a size' in html
+    assert (
+        '<ul class="errors" id="errors-congestion"><li>congestion &#x27;vegas&#x27; is not available on '
+        "vantage local: choose one of reno, cubic, bbr"
+    ) in html
     assert 'id="errors-site"' not in html
     # What the user typed survives the round trip.
     assert 'value="99"' in html
@@ -78,6 +109,8 @@ def test_new_form_disabled_site_rejected(client, user, make_site, vantage):
     make_site(name="Retired", slug="retired", enabled=False)
     client.force_login(user)
     html = client.post("/measure/new", {"site": "retired", "vantage": vantage.name}).content.decode()
-    assert ('<ul class="errors" id="errors-site"><li>site &#x27;retired&#x27; is disabled: an administrator has '
-            'taken it out of service; choose another site.</li></ul>') in html
+    assert (
+        '<ul class="errors" id="errors-site"><li>site &#x27;retired&#x27; is disabled: an administrator has '
+        "taken it out of service; choose another site.</li></ul>"
+    ) in html
     assert Measurement.objects.count() == 0

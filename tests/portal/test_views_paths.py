@@ -1,4 +1,5 @@
 """The site page per path (?vantage=) and the grid: access, what each shows, bad input."""
+
 import datetime
 import json
 
@@ -13,10 +14,17 @@ NOW = timezone.now()
 
 
 def _done(site, vantage, minutes_ago=60, mode="quick", bps=100e6, **extra):
-    result = factories.sample_result_event(mode=mode, quick_bps=bps, cumulative_bps=bps,
-                                           full_bps=bps if mode != "quick" else None)
-    return factories.make_done_measurement(site=site, vantage=vantage, mode=mode, result=result,
-                                           created_at=NOW - datetime.timedelta(minutes=minutes_ago), **extra)
+    result = factories.sample_result_event(
+        mode=mode, quick_bps=bps, cumulative_bps=bps, full_bps=bps if mode != "quick" else None
+    )
+    return factories.make_done_measurement(
+        site=site,
+        vantage=vantage,
+        mode=mode,
+        result=result,
+        created_at=NOW - datetime.timedelta(minutes=minutes_ago),
+        **extra,
+    )
 
 
 def _json_script(html, element_id):
@@ -93,7 +101,8 @@ def test_path_page_mode_defaults_to_most_tested_and_keeps_modes_apart(client, si
     html = client.get("/sites/loopback/?vantage=local").content.decode()
     assert 'mode=full#modes" class="current">full (3)</a>' in html
     assert _json_script(html, "window-data") == [
-        {"congestion": "default", "lines": [{"streams": 4, "points": [{"x": 1 << 20, "y": 900e6, "n": 3}]}]}]
+        {"congestion": "default", "lines": [{"streams": 4, "points": [{"x": 1 << 20, "y": 900e6, "n": 3}]}]}
+    ]
     quick = client.get("/sites/loopback/?vantage=local&mode=quick").content.decode()
     assert _json_script(quick, "window-data")[0]["lines"][0]["points"] == [{"x": 65536, "y": 100e6, "n": 1}]
     assert _json_script(quick, "profile-data")["settings"][0]["label"] == "P1 w64K default"
@@ -137,7 +146,9 @@ def test_grid_readable_by_everyone(client, user, other_user, site, two_paths, wh
     response = client.get("/grid/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert '<a href="/sites/loopback/?vantage=far">5.00 Gbit/s</a>' in html.replace("\n        ", "").replace("\n      ", "")
+    assert '<a href="/sites/loopback/?vantage=far">5.00 Gbit/s</a>' in html.replace("\n        ", "").replace(
+        "\n      ", ""
+    )
     assert html.count('<td class="cell new"') == 2
 
 
@@ -145,8 +156,15 @@ def test_grid_flags_path_in_alert(client, site, vantage):
     from portal.alerts.models import Alert, AlertRule
 
     _done(site, vantage)
-    Alert.objects.create(rule=AlertRule.objects.create(name="drop"), site=site, vantage=vantage, series="any",
-                         mode="quick", baseline_bps=1, threshold_bps=1)
+    Alert.objects.create(
+        rule=AlertRule.objects.create(name="drop"),
+        site=site,
+        vantage=vantage,
+        series="any",
+        mode="quick",
+        baseline_bps=1,
+        threshold_bps=1,
+    )
     html = client.get("/grid/").content.decode()
     assert 'class="cell new alert"' in html and "in alert: drop" in html
     overview = client.get("/").content.decode()

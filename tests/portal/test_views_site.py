@@ -16,9 +16,14 @@ def _at(day, hour=12, minute=0):
 
 def _done(site, vantage, when, mode="quick", **result):
     return factories.make_done_measurement(
-        site=site, vantage=vantage, mode=mode, result=factories.sample_result_event(mode=mode, **result),
-        created_at=when, started_at=when + datetime.timedelta(seconds=1),
-        finished_at=when + datetime.timedelta(seconds=3))
+        site=site,
+        vantage=vantage,
+        mode=mode,
+        result=factories.sample_result_event(mode=mode, **result),
+        created_at=when,
+        started_at=when + datetime.timedelta(seconds=1),
+        finished_at=when + datetime.timedelta(seconds=3),
+    )
 
 
 def _json_script(html, element_id):
@@ -46,10 +51,28 @@ def test_site_history_unknown_slug_404(client, db):
 
 def test_site_history_chart_separates_quick_full_and_validate(client, site, vantage):
     q = _done(site, vantage, _at(1), quick_bps=2e8, rtt_us=1500, quick_ci_pct=2.1, quick_converged=True)
-    f = _done(site, vantage, _at(2), mode="full", quick_mode_entered=False, quick_bps=None,
-              cumulative_bps=3e8, full_bps=3e8, rtt_us=2500)
-    v = _done(site, vantage, _at(3), mode="validate", quick_mode_entered=False, quick_bps=None,
-              cumulative_bps=4e8, full_bps=4e8, rtt_us=None)
+    f = _done(
+        site,
+        vantage,
+        _at(2),
+        mode="full",
+        quick_mode_entered=False,
+        quick_bps=None,
+        cumulative_bps=3e8,
+        full_bps=3e8,
+        rtt_us=2500,
+    )
+    v = _done(
+        site,
+        vantage,
+        _at(3),
+        mode="validate",
+        quick_mode_entered=False,
+        quick_bps=None,
+        cumulative_bps=4e8,
+        full_bps=4e8,
+        rtt_us=None,
+    )
     factories.make_measurement(site=site, vantage=vantage, status="failed", created_at=_at(4))
     data = _json_script(client.get("/sites/loopback/").content.decode(), "history-data")
     x1, x2, x3 = (int(_at(d).timestamp() * 1000) for d in (1, 2, 3))
@@ -81,8 +104,12 @@ def test_site_history_time_of_day_median_by_hour_in_site_zone(client, make_site,
     expected[12], expected[0] = 2e8, 5e8  # 03:00 and 15:00 UTC are 12:00 and 00:00 in Tokyo
     counts = [0] * 24
     counts[12], counts[0] = 3, 2
-    assert profile == {"time_zone": "Asia/Tokyo", "stat": "median", "days": 90,
-                       "settings": [{"label": "P1 wdefault default", "bps": expected, "n": counts, "tests": 5}]}
+    assert profile == {
+        "time_zone": "Asia/Tokyo",
+        "stat": "median",
+        "days": 90,
+        "settings": [{"label": "P1 wdefault default", "bps": expected, "n": counts, "tests": 5}],
+    }
     assert "6 measurements: 6 done, 0 failed" in html
     assert "by hour in the site's time zone (Asia/Tokyo)" in html
 
@@ -207,12 +234,17 @@ def test_site_history_heat_map_best_and_optimum(client, site, vantage):
         _done(site, vantage, _recent(days_ago, hour=3), quick_bps=bps)
     for days_ago, bps in ((1, 8e8), (2, 6e8), (3, 9e8)):
         factories.make_done_measurement(
-            site=site, vantage=vantage, streams=4, window_bytes=4 * 1024 * 1024,
-            result=factories.sample_result_event(quick_bps=bps), created_at=_recent(days_ago, hour=5))
+            site=site,
+            vantage=vantage,
+            streams=4,
+            window_bytes=4 * 1024 * 1024,
+            result=factories.sample_result_event(quick_bps=bps),
+            created_at=_recent(days_ago, hour=5),
+        )
     html = client.get("/sites/loopback/").content.decode()
     table = html.split('<table class="grid compact heat" id="settings-1">')[1].split("</table>")[0]
-    assert "<th class=\"num\">4.00 MiB</th><th class=\"num\">default</th>" in table
-    rows = table.split("<tr><th class=\"num\">")[1:]
+    assert '<th class="num">4.00 MiB</th><th class="num">default</th>' in table
+    rows = table.split('<tr><th class="num">')[1:]
     assert rows[0].startswith('1</th>\n    <td class="num muted">–</td><td class="num"')
     assert "200.0 Mbit/s<br>" in rows[0]
     assert rows[1].startswith('4</th>\n    <td class="num optimum"')

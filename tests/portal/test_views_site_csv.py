@@ -24,11 +24,24 @@ def _at(day, hour=12):
 @pytest.fixture
 def rows(site, vantage):
     done = factories.make_done_measurement(
-        site=site, vantage=vantage, slug="done-0301", created_at=_at(1), started_at=_at(1),
-        finished_at=_at(1) + datetime.timedelta(seconds=2), window_bytes=262144, congestion="cubic")
+        site=site,
+        vantage=vantage,
+        slug="done-0301",
+        created_at=_at(1),
+        started_at=_at(1),
+        finished_at=_at(1) + datetime.timedelta(seconds=2),
+        window_bytes=262144,
+        congestion="cubic",
+    )
     failed = factories.make_measurement(
-        site=site, vantage=vantage, slug="fail-0302", status="failed", created_at=_at(2, hour=23),
-        failure_code="connect_refused", failure_reason='connect to 127.0.0.1 port 5201: "refused", sorry')
+        site=site,
+        vantage=vantage,
+        slug="fail-0302",
+        status="failed",
+        created_at=_at(2, hour=23),
+        failure_code="connect_refused",
+        failure_reason='connect to 127.0.0.1 port 5201: "refused", sorry',
+    )
     late = factories.make_measurement(site=site, vantage=vantage, slug="queued-0305", created_at=_at(5, hour=0))
     return done, failed, late
 
@@ -44,8 +57,9 @@ FAILED_ROW = (
     # Public: the code's meaning, never the stored reason (host:port, stderr).
     "nothing listens on the site's port\r\n"
 )
-QUEUED_ROW = ("queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,"
-              ",,,,,,,,\r\n")
+QUEUED_ROW = (
+    "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,\r\n"
+)
 
 
 def _body(response):
@@ -94,15 +108,20 @@ def test_site_csv_other_sites_excluded(client, rows, make_site, vantage):
 NOT_A_DATE = "is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as 2026-11-22T08:00:00Z."
 
 
-@pytest.mark.parametrize("query, message", [
-    ("since=2026-13-01", f"since '2026-13-01' {NOT_A_DATE}"),
-    ("until=yesterday", f"until 'yesterday' {NOT_A_DATE}"),
-    ("since=20260301", f"since '20260301' {NOT_A_DATE}"),
-    ("since=2026-W09-1", f"since '2026-W09-1' {NOT_A_DATE}"),
-    ("since=2026-03-05&until=2026-03-01", "until must be later than since."),
-    ("since=x&until=9999-12-31",
-     f"since 'x' {NOT_A_DATE}\nuntil '9999-12-31' is out of range: allowed 1970-01-01 to 2999-12-31."),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("since=2026-13-01", f"since '2026-13-01' {NOT_A_DATE}"),
+        ("until=yesterday", f"until 'yesterday' {NOT_A_DATE}"),
+        ("since=20260301", f"since '20260301' {NOT_A_DATE}"),
+        ("since=2026-W09-1", f"since '2026-W09-1' {NOT_A_DATE}"),
+        ("since=2026-03-05&until=2026-03-01", "until must be later than since."),
+        (
+            "since=x&until=9999-12-31",
+            f"since 'x' {NOT_A_DATE}\nuntil '9999-12-31' is out of range: allowed 1970-01-01 to 2999-12-31.",
+        ),
+    ],
+)
 def test_site_csv_bad_dates_400_with_message(client, rows, query, message):
     response = client.get(f"/sites/loopback/measurements.csv?{query}")
     assert response.status_code == 400
@@ -121,4 +140,8 @@ def test_site_csv_headline_falls_back_to_cumulative_when_quick_mode_not_entered(
     header = lines[0].split(",")
     row = dict(zip(header, lines[1].split(",")))
     assert (row["headline_bps"], row["quick_mode_entered"], row["quick_bps"], row["cumulative_bps"]) == (
-        "420000000.0", "false", "", "420000000.0")
+        "420000000.0",
+        "false",
+        "",
+        "420000000.0",
+    )

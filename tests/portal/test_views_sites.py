@@ -14,8 +14,13 @@ def _ago(days=0, hours=0):
 
 def _done(site, vantage, when, **result):
     return factories.make_done_measurement(
-        site=site, vantage=vantage, result=factories.sample_result_event(**result), created_at=when, finished_at=when,
-        mode=result.get("mode", "quick"))
+        site=site,
+        vantage=vantage,
+        result=factories.sample_result_event(**result),
+        created_at=when,
+        finished_at=when,
+        mode=result.get("mode", "quick"),
+    )
 
 
 @pytest.fixture
@@ -23,8 +28,16 @@ def overview(site, vantage):
     """One site with known latest quick / full results and a +100 % week-on-weeks trend."""
     _done(site, vantage, _ago(days=10), quick_bps=100e6)
     _done(site, vantage, _ago(days=12), quick_bps=100e6)
-    _done(site, vantage, _ago(days=3), mode="full", quick_mode_entered=False, quick_bps=None,
-          cumulative_bps=150e6, full_bps=150e6)
+    _done(
+        site,
+        vantage,
+        _ago(days=3),
+        mode="full",
+        quick_mode_entered=False,
+        quick_bps=None,
+        cumulative_bps=150e6,
+        full_bps=150e6,
+    )
     _done(site, vantage, _ago(hours=2), quick_bps=250e6)
     latest = _done(site, vantage, _ago(hours=1), quick_bps=123.4e6)
     # A failed and a queued test are newer still but have no result to show.

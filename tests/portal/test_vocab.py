@@ -1,5 +1,6 @@
 """The vocabulary's promises: every failure code is documented in the README, the result
 fields are the model's columns and are read from the `result` event as declared."""
+
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ def test_failure_code_table_readme_equals_vocab():
 
 def test_prober_codes_readme_events_md_listed():
     events = (README.parent / "prober" / "EVENTS.md").read_text()
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", events[events.index("### `error`"):], re.M))
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", events[events.index("### `error`") :], re.M))
     assert {c.value for c in vocab.PROBER_CODES} <= documented
 
 
@@ -29,8 +30,13 @@ def test_result_fields_are_model_columns():
 
 
 def test_result_fields_read_nested_and_missing_values():
-    event = {"quick_bps": 1.5e9, "congestion": "bbr", "window": {"requested_bytes": 4096, "given_bytes": 8192},
-             "validate": None, "rule": None}
+    event = {
+        "quick_bps": 1.5e9,
+        "congestion": "bbr",
+        "window": {"requested_bytes": 4096, "given_bytes": 8192},
+        "validate": None,
+        "rule": None,
+    }
     fields = result_fields(event)
     assert fields["quick_bps"] == 1.5e9
     assert fields["congestion_used"] == "bbr"

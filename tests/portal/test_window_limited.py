@@ -1,5 +1,6 @@
 """Window-limited results: the peer window and rwnd-limited time the prober samples are kept in
 the trace (and its CSV) and summarised into the result."""
+
 import pytest
 
 from portal.measure.results import trace_summary
@@ -7,10 +8,26 @@ from portal.measure.trace import TraceBuilder, trace_csv_rows
 
 
 def _sample(t, streams):
-    return {"event": "sample", "t": t, "inst_bps": 1e9, "cumu_bps": 1e9, "cwnd_bytes": 1000,
-            "streams": [{"id": sid, "cwnd_bytes": 1000, "ssthresh_bytes": None, "rtt_us": 40, "bytes_acked": 10,
-                         "total_retrans": 0, "snd_wnd_bytes": wnd, "rwnd_limited_us": lim}
-                        for sid, wnd, lim in streams]}
+    return {
+        "event": "sample",
+        "t": t,
+        "inst_bps": 1e9,
+        "cumu_bps": 1e9,
+        "cwnd_bytes": 1000,
+        "streams": [
+            {
+                "id": sid,
+                "cwnd_bytes": 1000,
+                "ssthresh_bytes": None,
+                "rtt_us": 40,
+                "bytes_acked": 10,
+                "total_retrans": 0,
+                "snd_wnd_bytes": wnd,
+                "rwnd_limited_us": lim,
+            }
+            for sid, wnd, lim in streams
+        ],
+    }
 
 
 def test_trace_keeps_peer_window_and_rwnd_limited():
@@ -30,21 +47,30 @@ def test_trace_summary_share_of_run_over_streams():
     builder.add_sample(_sample(1.0, [(1, 8192, 300_000), (3, 8192, 900_000)]))
     builder.add_sample(_sample(2.0, [(1, 8192, 400_000), (3, 16384, 1_200_000)]))
     # (0.4 s + 1.2 s) of 2 x 2 s = 40 %; the peer windows at the end add up.
-    assert trace_summary(builder.to_dict()) == {"peer_window_bytes": 24576, "rwnd_limited_pct": pytest.approx(40.0),
-                                              "window_limited": True}
+    assert trace_summary(builder.to_dict()) == {
+        "peer_window_bytes": 24576,
+        "rwnd_limited_pct": pytest.approx(40.0),
+        "window_limited": True,
+    }
 
 
 def test_trace_summary_below_threshold_not_limited():
     builder = TraceBuilder()
     builder.add_sample(_sample(1.0, [(1, 27_000_000, 52_000)]))
-    assert trace_summary(builder.to_dict()) == {"peer_window_bytes": 27_000_000,
-                                              "rwnd_limited_pct": pytest.approx(5.2), "window_limited": False}
+    assert trace_summary(builder.to_dict()) == {
+        "peer_window_bytes": 27_000_000,
+        "rwnd_limited_pct": pytest.approx(5.2),
+        "window_limited": False,
+    }
 
 
 def test_trace_summary_older_trace_without_fields_is_unknown():
     from tests.factories import sample_trace_dict
 
-    assert trace_summary(sample_trace_dict()) == {"peer_window_bytes": None, "rwnd_limited_pct": None,
-                                                 "window_limited": None}
+    assert trace_summary(sample_trace_dict()) == {
+        "peer_window_bytes": None,
+        "rwnd_limited_pct": None,
+        "window_limited": None,
+    }
     # And its CSV keeps the columns it always had.
     assert list(trace_csv_rows(sample_trace_dict()))[0][-1] == "s1_total_retrans"

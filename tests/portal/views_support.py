@@ -1,4 +1,5 @@
 """Shared fixtures for the page view tests (imported by tests/portal/test_views_*.py)."""
+
 import uuid
 
 import pytest

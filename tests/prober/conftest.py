@@ -1,5 +1,6 @@
 """Fixtures for the prober's integration tests: the built binary, real iperf3 / iperf 2
 servers on free ports (always stopped), hostile fake servers (always closed). No database."""
+
 import pytest
 
 from tests.prober import qp

@@ -4,6 +4,7 @@ A FakeIperf3 listens on 127.0.0.1:<free port>; the first connection of a session
 control connection, later ones are data streams. `script` names how it misbehaves; the
 well-behaved "ok" script is the control case showing that the fake speaks iperf3 well
 enough for the prober to finish, so the other scripts fail only where they mean to."""
+
 import json
 import queue
 import socket
@@ -16,9 +17,22 @@ PARAM_EXCHANGE, CREATE_STREAMS, TEST_START, TEST_RUNNING = 9, 10, 1, 2
 TEST_END, EXCHANGE_RESULTS, DISPLAY_RESULTS, IPERF_DONE = 4, 13, 14, 16
 SERVER_ERROR = 0xFE
 
-SCRIPTS = {"ok", "garbage", "wrong_state", "server_error", "auth_312", "silent",
-           "oversized_results", "bad_json_results", "stall_results", "eof_before_params",
-           "garbage_fe", "close_at_once", "close_unread", "busy_reset"}
+SCRIPTS = {
+    "ok",
+    "garbage",
+    "wrong_state",
+    "server_error",
+    "auth_312",
+    "silent",
+    "oversized_results",
+    "bad_json_results",
+    "stall_results",
+    "eof_before_params",
+    "garbage_fe",
+    "close_at_once",
+    "close_unread",
+    "busy_reset",
+}
 # Scripts that answer every connection the same way, at accept time (no control/data split).
 AT_ACCEPT = {"close_at_once", "close_unread", "busy_reset"}
 
@@ -31,7 +45,7 @@ class FakeIperf3:
     def __init__(self, script, iperf_error=0, errno=0, results_size=None):
         assert script in SCRIPTS, script
         self.script = script
-        self.results_size = results_size   # pad the "ok" results JSON to exactly this
+        self.results_size = results_size  # pad the "ok" results JSON to exactly this
         self.iperf_error = iperf_error
         self.errno = errno
         self.stop_event = threading.Event()
@@ -43,11 +57,11 @@ class FakeIperf3:
         self.port = self.lsock.getsockname()[1]
         self.socks = []
         self.data_conns = queue.Queue()
-        self.received = {}        # stream id -> payload bytes received
+        self.received = {}  # stream id -> payload bytes received
         self.client_params = None
         self.client_results = None
         self.errors = []
-        self.accepted = 0         # connections accepted, control and data
+        self.accepted = 0  # connections accepted, control and data
         self.threads = []
         self._spawn(self._accept_loop)
 
@@ -152,7 +166,7 @@ class FakeIperf3:
         c.sendall(bytes([PARAM_EXCHANGE]))
         self.client_params = self.read_json(c)
         if s == "wrong_state":
-            c.sendall(bytes([7]))          # 7 is not a state iperf3 ever sends
+            c.sendall(bytes([7]))  # 7 is not a state iperf3 ever sends
             return self.wait_closed(c)
         if s == "server_error":
             c.sendall(bytes([SERVER_ERROR]) + struct.pack(">ii", self.iperf_error, self.errno))
@@ -193,22 +207,37 @@ class FakeIperf3:
             raw = b'{"cpu_util_total": 1, "streams": [ this is not json'
             c.sendall(struct.pack(">I", len(raw)) + raw)
             return self.wait_closed(c)
-        time.sleep(0.05)                    # let the drains count the last bytes
+        time.sleep(0.05)  # let the drains count the last bytes
         raw = json.dumps(self.server_results(ids)).encode()
         if self.results_size is not None:
             assert len(raw) <= self.results_size
-            raw += b" " * (self.results_size - len(raw))   # trailing blanks: still valid JSON
+            raw += b" " * (self.results_size - len(raw))  # trailing blanks: still valid JSON
         c.sendall(struct.pack(">I", len(raw)) + raw)
         c.sendall(bytes([DISPLAY_RESULTS]))
-        self.recv_exact(c, 1)               # IPERF_DONE
+        self.recv_exact(c, 1)  # IPERF_DONE
         self.wait_closed(c)
 
     def server_results(self, ids):
-        return {"cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
-                "sender_has_retransmits": 0, "congestion_used": "cubic",
-                "streams": [{"id": sid, "bytes": self.received[sid], "retransmits": -1,
-                             "jitter": 0, "errors": 0, "packets": 0, "start_time": 0,
-                             "end_time": 1.0} for sid in ids]}
+        return {
+            "cpu_util_total": 1.0,
+            "cpu_util_user": 0.5,
+            "cpu_util_system": 0.5,
+            "sender_has_retransmits": 0,
+            "congestion_used": "cubic",
+            "streams": [
+                {
+                    "id": sid,
+                    "bytes": self.received[sid],
+                    "retransmits": -1,
+                    "jitter": 0,
+                    "errors": 0,
+                    "packets": 0,
+                    "start_time": 0,
+                    "end_time": 1.0,
+                }
+                for sid in ids
+            ],
+        }
 
     def _drain(self, d, sid):
         while True:

@@ -1,5 +1,6 @@
 """Helpers for the prober's integration tests: run the real quickprobe binary, start real
 iperf servers on free ports, read the event contract out of prober/EVENTS.md."""
+
 import json
 import os
 import re
@@ -23,8 +24,9 @@ class Proc:
 
     def __init__(self, argv, **kw):
         self.argv = argv
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, start_new_session=True, **kw)
+        self.p = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, **kw
+        )
         self.output = None
 
     def stop(self, sig=signal.SIGTERM):
@@ -94,8 +96,10 @@ class Run:
         return self.events[-1]
 
     def __str__(self):
-        return (f"argv: {' '.join(map(str, self.argv))}\nrc: {self.rc}  wall: {self.wall_s:.2f}s\n"
-                f"stdout (tail):\n{self.stdout[-3000:]}\nstderr:\n{self.stderr[-2000:]}")
+        return (
+            f"argv: {' '.join(map(str, self.argv))}\nrc: {self.rc}  wall: {self.wall_s:.2f}s\n"
+            f"stdout (tail):\n{self.stdout[-3000:]}\nstderr:\n{self.stderr[-2000:]}"
+        )
 
 
 def parse_lines(stdout):
@@ -120,15 +124,15 @@ def run_qp(*args, timeout=30, json_out=True):
     """Run quickprobe to completion (killed at `timeout`); JSON Lines parsed when --json."""
     argv = quickprobe_argv(*args, json_out=json_out)
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        raise AssertionError(f"quickprobe still running after {timeout}s: {argv}\n{out[-2000:]}"
-                             f"\n{err[-2000:]}") from None
+        raise AssertionError(
+            f"quickprobe still running after {timeout}s: {argv}\n{out[-2000:]}\n{err[-2000:]}"
+        ) from None
     finally:
         if p.poll() is None:
             p.kill()
@@ -175,8 +179,7 @@ def missing_fields(example, actual, path=""):
         got = actual[key]
         if isinstance(want, dict) and isinstance(got, dict):
             missing += missing_fields(want, got, where)
-        elif (isinstance(want, list) and want and isinstance(want[0], dict)
-              and isinstance(got, list)):
+        elif isinstance(want, list) and want and isinstance(want[0], dict) and isinstance(got, list):
             for i, item in enumerate(got):
                 missing += missing_fields(want[0], item, f"{where}[{i}]")
     return missing

@@ -1,6 +1,7 @@
 """quickprobe's error paths: a busy real iperf3, a real RSA-protected iperf3, hostile fake
 servers, closed ports, bad names and bad options. Every failing run must end quickly with
 the documented `error` event and exit status."""
+
 import os
 import re
 import shutil
@@ -42,10 +43,13 @@ def test_busy_server_gives_server_busy_quickly(iperf3_server, procs):
 
 
 def test_busy_server_with_a_second_quickprobe(iperf3_server):
-    first = subprocess.Popen(qp.quickprobe_argv("-c", "127.0.0.1", "-p", iperf3_server.port,
-                                                "--mode", "full", "-t", 5),
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                             start_new_session=True)
+    first = subprocess.Popen(
+        qp.quickprobe_argv("-c", "127.0.0.1", "-p", iperf3_server.port, "--mode", "full", "-t", 5),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         line = ""
         while '"sample"' not in line:
@@ -63,24 +67,26 @@ def test_busy_server_with_a_second_quickprobe(iperf3_server):
             first.communicate()
 
 
-@pytest.mark.parametrize("script,code", [
-    ("garbage", "protocol"),
-    ("wrong_state", "protocol"),
-    ("oversized_results", "protocol"),
-    ("bad_json_results", "protocol"),
-    ("auth_312", "auth_required"),
-    ("silent", "timeout"),
-    ("stall_results", "timeout"),
-    ("eof_before_params", "server_closed"),
-    ("garbage_fe", "protocol"),
-    ("close_at_once", "server_closed"),
-    ("close_unread", "server_closed"),
-    ("busy_reset", "server_busy"),
-])
+@pytest.mark.parametrize(
+    "script,code",
+    [
+        ("garbage", "protocol"),
+        ("wrong_state", "protocol"),
+        ("oversized_results", "protocol"),
+        ("bad_json_results", "protocol"),
+        ("auth_312", "auth_required"),
+        ("silent", "timeout"),
+        ("stall_results", "timeout"),
+        ("eof_before_params", "server_closed"),
+        ("garbage_fe", "protocol"),
+        ("close_at_once", "server_closed"),
+        ("close_unread", "server_closed"),
+        ("busy_reset", "server_busy"),
+    ],
+)
 def test_hostile_server_gives_documented_error(fake_server, script, code):
     fake = fake_server(script)
-    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "--mode", "full", "-t", 1,
-                    "--connect-timeout", 1, timeout=20)
+    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "--mode", "full", "-t", 1, "--connect-timeout", 1, timeout=20)
     expect_error(run, code)
     # full run of 1 s + one missed 1 s deadline + start-up slack
     assert run.wall_s < 5, run
@@ -91,11 +97,14 @@ def test_hostile_server_gives_documented_error(fake_server, script, code):
 # writes ACCESS_DENIED (0xFF) before it closes, and the byte is read even when our unread
 # cookie turns the close into a reset. Nothing received: server_closed, after one retry
 # when the end was a reset (a lost 0xFF would look the same once, not twice).
-@pytest.mark.parametrize("script,code,connections,says", [
-    ("eof_before_params", "server_closed", 1, "closed it without sending anything"),
-    ("close_unread", "server_closed", 2, "reset it without sending anything"),
-    ("busy_reset", "server_busy", 1, "busy running a test"),
-])
+@pytest.mark.parametrize(
+    "script,code,connections,says",
+    [
+        ("eof_before_params", "server_closed", 1, "closed it without sending anything"),
+        ("close_unread", "server_closed", 2, "reset it without sending anything"),
+        ("busy_reset", "server_busy", 1, "busy running a test"),
+    ],
+)
 def test_server_closing_at_once_is_told_from_busy(fake_server, script, code, connections, says):
     fake = fake_server(script)
     run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "--connect-timeout", 2, timeout=20)
@@ -118,16 +127,16 @@ def test_garbage_after_server_error_byte_gives_protocol(fake_server):
 
 def test_busy_real_iperf3_is_busy_every_time(iperf3_server, procs):
     """The 0xFF-then-reset race against a real busy iperf3, 20 times: never server_closed."""
-    other = procs(["iperf3", "-c", "127.0.0.1", "-p", str(iperf3_server.port), "-t", "30",
-                   "-b", "10M"])
+    other = procs(["iperf3", "-c", "127.0.0.1", "-p", str(iperf3_server.port), "-t", "30", "-b", "10M"])
     deadline = time.monotonic() + 10
     while qp.established_to(iperf3_server.port) < 2:
         assert other.p.poll() is None, other.stop()
         assert time.monotonic() < deadline, "the competing iperf3 client never started"
         time.sleep(0.02)
     time.sleep(0.2)
-    codes = [qp.run_qp("-c", "127.0.0.1", "-p", iperf3_server.port,
-                       "--connect-timeout", 2).last["code"] for _ in range(20)]
+    codes = [
+        qp.run_qp("-c", "127.0.0.1", "-p", iperf3_server.port, "--connect-timeout", 2).last["code"] for _ in range(20)
+    ]
     assert codes == ["server_busy"] * 20
 
 
@@ -147,8 +156,9 @@ def test_hostile_server_error_carries_iperf_code(fake_server):
 def test_server_results_json_size_limit(fake_server, streams, over):
     size = 8192 + 512 * streams + over
     fake = fake_server("ok", results_size=size)
-    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "-P", streams, "--mode", "full",
-                    "-t", 1, "--connect-timeout", 1, timeout=20)
+    run = qp.run_qp(
+        "-c", "127.0.0.1", "-p", fake.port, "-P", streams, "--mode", "full", "-t", 1, "--connect-timeout", 1, timeout=20
+    )
     if not over:
         assert run.rc == 0, run
         assert run.last["event"] == "result"
@@ -161,8 +171,9 @@ def test_server_results_json_size_limit(fake_server, streams, over):
 def test_fake_server_control_case_completes(fake_server):
     # The fake is good enough to finish a test: the failures above are the scripted ones.
     fake = fake_server("ok")
-    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "-P", 2, "--mode", "full", "-t", 1,
-                    "--connect-timeout", 1, timeout=20)
+    run = qp.run_qp(
+        "-c", "127.0.0.1", "-p", fake.port, "-P", 2, "--mode", "full", "-t", 1, "--connect-timeout", 1, timeout=20
+    )
     assert run.rc == 0, run
     res = run.last
     assert res["event"] == "result"
@@ -179,13 +190,11 @@ def rsa_iperf3_server(tmp_path):
     if not shutil.which("openssl"):
         pytest.skip("openssl is needed to make the server's RSA key")
     key = tmp_path / "private.pem"
-    subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True,
-                   capture_output=True)
+    subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
     users = tmp_path / "users.csv"
     # user "mario", password "rossi": sha256("{mario}rossi")
     users.write_text("mario,bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b\n")
-    srv = qp.start_server("iperf3", ["--rsa-private-key-path", str(key),
-                                     "--authorized-users-path", str(users)])
+    srv = qp.start_server("iperf3", ["--rsa-private-key-path", str(key), "--authorized-users-path", str(users)])
     yield srv
     srv.stop()
 
@@ -241,30 +250,45 @@ exit $rc
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
-                    reason="needs root and unshare(1) for a private network and mount namespace")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"),
+    reason="needs root and unshare(1) for a private network and mount namespace",
+)
 def test_silent_resolver_gives_dns_within_connect_timeout(tmp_path):
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 127.0.0.1\noptions timeout:5 attempts:2\n")
-    argv = ["unshare", "--net", "--mount", "sh", "-c", _SILENT_DNS, "sh", str(resolv),
-            *qp.quickprobe_argv("-c", "quickprobe-test.example", "--connect-timeout", 1)]
+    argv = [
+        "unshare",
+        "--net",
+        "--mount",
+        "sh",
+        "-c",
+        _SILENT_DNS,
+        "sh",
+        str(resolv),
+        *qp.quickprobe_argv("-c", "quickprobe-test.example", "--connect-timeout", 1),
+    ]
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     wall = time.monotonic() - t0
     events = qp.parse_lines(p.stdout)
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert events[-1]["event"] == "error" and events[-1]["code"] == "dns", events
-    assert events[-1]["message"] == ("cannot resolve 'quickprobe-test.example': "
-                                     "no answer from the resolver within 1.0 s")
+    assert events[-1]["message"] == (
+        "cannot resolve 'quickprobe-test.example': no answer from the resolver within 1.0 s"
+    )
     assert wall < 4, wall
 
 
 def test_sigint_before_data_gives_interrupted_error(fake_server):
     fake = fake_server("silent")
-    p = subprocess.Popen(qp.quickprobe_argv("-c", "127.0.0.1", "-p", fake.port,
-                                            "--connect-timeout", 10),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        qp.quickprobe_argv("-c", "127.0.0.1", "-p", fake.port, "--connect-timeout", 10),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 5
         while qp.established_to(fake.port) < 1 and time.monotonic() < deadline:
@@ -281,17 +305,20 @@ def test_sigint_before_data_gives_interrupted_error(fake_server):
     assert events[-1]["event"] == "error" and events[-1]["code"] == "interrupted", events
 
 
-@pytest.mark.parametrize("args,allowed", [
-    (["-P", "0"], r"1\s*(-|to|\.\.)\s*128"),
-    (["-P", "129"], r"1\s*(-|to|\.\.)\s*128"),
-    (["-t", "0"], r"1\s*(-|to|\.\.)\s*3600"),
-    (["-p", "70000"], r"1\s*(-|to|\.\.)\s*65535"),
-    (["--sample-ms", "0"], r"1\s*(-|to|\.\.)\s*1000"),
-    (["--quick-ms", "50"], r"100\s*(-|to|\.\.)\s*10000"),
-    (["--connect-timeout", "0"], r"0\.1\s*(-|to|\.\.)\s*60"),
-    (["-w", "1"], r"1K\s*(-|to|\.\.)\s*1G"),
-    (["--mode", "fast"], r"quick.*full.*validate"),
-])
+@pytest.mark.parametrize(
+    "args,allowed",
+    [
+        (["-P", "0"], r"1\s*(-|to|\.\.)\s*128"),
+        (["-P", "129"], r"1\s*(-|to|\.\.)\s*128"),
+        (["-t", "0"], r"1\s*(-|to|\.\.)\s*3600"),
+        (["-p", "70000"], r"1\s*(-|to|\.\.)\s*65535"),
+        (["--sample-ms", "0"], r"1\s*(-|to|\.\.)\s*1000"),
+        (["--quick-ms", "50"], r"100\s*(-|to|\.\.)\s*10000"),
+        (["--connect-timeout", "0"], r"0\.1\s*(-|to|\.\.)\s*60"),
+        (["-w", "1"], r"1K\s*(-|to|\.\.)\s*1G"),
+        (["--mode", "fast"], r"quick.*full.*validate"),
+    ],
+)
 def test_bad_option_gives_usage_naming_allowed_range(args, allowed):
     port = [] if "-p" in args else ["-p", qp.free_port()]
     run = qp.run_qp("-c", "127.0.0.1", *port, *args)

@@ -2,6 +2,7 @@
 report exactly. The server leaves out the 4 flag bytes each connection starts with, and so
 does the prober's bytes_sent (like the stock iperf 2 client, whose figure equals the
 server's): both count the payload only."""
+
 import pytest
 
 from tests.prober import qp
@@ -11,8 +12,7 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.mark.parametrize("streams", [1, 2])
 def test_iperf2_bytes_match_server_report(iperf2_server, streams):
-    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-P", streams,
-                    "--mode", "full", "-t", 1)
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-P", streams, "--mode", "full", "-t", 1)
     assert run.rc == 0, run
     res = run.last
     assert res["event"] == "result", run
@@ -28,8 +28,7 @@ def test_iperf2_bytes_match_server_report(iperf2_server, streams):
 
 def test_iperf2_quick_mode_ends_early(iperf2_server):
     # a loose tolerance: loopback's rate swings with the machine's load (see test_prober_iperf3)
-    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10,
-                    "--quick-tolerance", 50)
+    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10, "--quick-tolerance", 50)
     assert run.rc == 0, run
     res = run.last
     assert res["event"] == "result", run
@@ -46,8 +45,9 @@ def test_iperf2_server_closing_at_once_gives_server_closed(fake_server, streams)
     waits for the data to arrive unread, so the close is always a reset) is server_closed,
     not an `io` fault, so the portal does not retry it as busy nor blame the vantage."""
     fake = fake_server("close_unread")
-    run = qp.run_qp("--iperf2", "-c", "127.0.0.1", "-p", fake.port, "-P", streams, "-t", 2,
-                    "--connect-timeout", 1, timeout=20)
+    run = qp.run_qp(
+        "--iperf2", "-c", "127.0.0.1", "-p", fake.port, "-P", streams, "-t", 2, "--connect-timeout", 1, timeout=20
+    )
     assert run.rc == 1, run
     err = run.last
     assert err["event"] == "error" and err["code"] == "server_closed", run

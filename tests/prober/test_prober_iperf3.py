@@ -1,5 +1,6 @@
 """quickprobe against a real `iperf3 -s`: byte accounting, windows, congestion control,
 quick / full / validate modes, SIGINT, and the JSON Lines contract."""
+
 import re
 import signal
 import subprocess
@@ -36,8 +37,7 @@ def test_bytes_sent_matches_server_received_with_streams(iperf3_server, streams)
     assert sum(s["server_bytes"] for s in res["streams"]) == res["server_bytes"]
     assert res["bytes_acked"] <= res["bytes_sent"]
     # The server's own report (its -J output), not just what the prober relays from it.
-    reports = [r for r in qp.iperf3_server_reports(iperf3_server.stop())
-               if "sum_received" in r.get("end", {})]
+    reports = [r for r in qp.iperf3_server_reports(iperf3_server.stop()) if "sum_received" in r.get("end", {})]
     assert len(reports) == 1, reports
     assert reports[0]["end"]["sum_received"]["bytes"] == res["server_bytes"]
 
@@ -130,12 +130,15 @@ def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
     assert res["full_bytes_estimate"] == pytest.approx(res["quick_bps"] * 10 / 8, rel=1e-3)
     assert res["time_saved_pct"] == pytest.approx(100 * (1 - res["elapsed_s"] / 10), abs=0.06)
     assert res["traffic_saved_pct"] == pytest.approx(
-        100 * (1 - res["bytes_sent"] / res["full_bytes_estimate"]), abs=0.06)
-    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"],
-                                                  rel=2e-3)
+        100 * (1 - res["bytes_sent"] / res["full_bytes_estimate"]), abs=0.06
+    )
+    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"], rel=2e-3)
     phases = [e["phase"] for e in run.of("phase")]
-    assert [p for p in phases if p in ("slow_start", "measuring", "finishing")] == \
-        ["slow_start", "measuring", "finishing"], phases
+    assert [p for p in phases if p in ("slow_start", "measuring", "finishing")] == [
+        "slow_start",
+        "measuring",
+        "finishing",
+    ], phases
 
 
 def test_quick_mode_that_cannot_converge_falls_back_to_the_full_run(iperf3_server):
@@ -154,10 +157,11 @@ def test_quick_mode_that_cannot_converge_falls_back_to_the_full_run(iperf3_serve
 
 
 def test_quick_mode_options_are_validated(iperf3_server):
-    for args, text in [(("--quick-tolerance", "0"), "--quick-tolerance: '0' is not allowed"),
-                       (("--quick-max-ms", "99"), "--quick-max-ms: '99' is not allowed"),
-                       (("--quick-ms", "2000", "--quick-max-ms", "1500"),
-                        "--quick-max-ms: 1500 is less than --quick-ms (2000)")]:
+    for args, text in [
+        (("--quick-tolerance", "0"), "--quick-tolerance: '0' is not allowed"),
+        (("--quick-max-ms", "99"), "--quick-max-ms: '99' is not allowed"),
+        (("--quick-ms", "2000", "--quick-max-ms", "1500"), "--quick-max-ms: 1500 is less than --quick-ms (2000)"),
+    ]:
         run = qp.run_qp(*target(iperf3_server), *args)
         assert run.rc == 2, run
         assert run.last["code"] == "usage" and text in run.last["message"], run.last
@@ -173,8 +177,7 @@ def test_full_mode_runs_the_requested_time(iperf3_server):
     assert res["time_saved_pct"] is None and res["traffic_saved_pct"] is None
     assert res["validate"] is None
     assert res["full_time_s"] == 2
-    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"],
-                                                  rel=2e-3)
+    assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"], rel=2e-3)
 
 
 def test_validate_mode_reports_quick_and_full_figures(iperf3_server):
@@ -183,9 +186,19 @@ def test_validate_mode_reports_quick_and_full_figures(iperf3_server):
     v = res["validate"]
     assert res["mode"] == "validate"
     assert 3.0 <= res["elapsed_s"] <= 4.0, res
-    assert set(v) >= {"quick_bps", "slow_start_end_s", "rule", "quick_elapsed_s",
-                      "quick_bytes_sent", "full_bps", "error_pct", "quick_ci_pct",
-                      "quick_converged", "quick_window_s", "quick_steady_bps"}, v
+    assert set(v) >= {
+        "quick_bps",
+        "slow_start_end_s",
+        "rule",
+        "quick_elapsed_s",
+        "quick_bytes_sent",
+        "full_bps",
+        "error_pct",
+        "quick_ci_pct",
+        "quick_converged",
+        "quick_window_s",
+        "quick_steady_bps",
+    }, v
     assert isinstance(v["quick_converged"], bool)
     assert res["quick_converged"] is None
     assert v["full_bps"] == res["full_bps"] == res["cumulative_bps"]
@@ -197,8 +210,7 @@ def test_validate_mode_reports_quick_and_full_figures(iperf3_server):
     assert 0 < v["quick_bytes_sent"] <= res["bytes_sent"]
     if v["quick_elapsed_s"] < 3 - 1e-9:
         assert v["quick_bytes_sent"] < res["bytes_sent"], v
-    assert v["error_pct"] == pytest.approx(
-        100 * (v["quick_bps"] - v["full_bps"]) / v["full_bps"], abs=0.06)
+    assert v["error_pct"] == pytest.approx(100 * (v["quick_bps"] - v["full_bps"]) / v["full_bps"], abs=0.06)
 
 
 def _read_until_sample(p, min_t, deadline_s):
@@ -218,8 +230,7 @@ def _read_until_sample(p, min_t, deadline_s):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_during_full_run_prints_interrupted_result(iperf3_server, sig):
     argv = qp.quickprobe_argv(*target(iperf3_server), "--mode", "full", "-t", 20)
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         head = _read_until_sample(p, 0.5, 10)
         p.send_signal(sig)
@@ -241,8 +252,7 @@ def test_signal_during_full_run_prints_interrupted_result(iperf3_server, sig):
 
 def test_json_lines_follow_the_events_contract(iperf3_server):
     sample_ms = 50
-    run = qp.run_qp(*target(iperf3_server), "-P", 2, "--mode", "validate", "-t", 2,
-                    "--sample-ms", sample_ms)
+    run = qp.run_qp(*target(iperf3_server), "-P", 2, "--mode", "validate", "-t", 2, "--sample-ms", sample_ms)
     result_of(run)
     contract = qp.events_contract()
     assert {"start", "phase", "sample", "slow_start_end", "result", "error"} <= set(contract)
@@ -270,7 +280,7 @@ def test_json_lines_follow_the_events_contract(iperf3_server):
     assert [x["id"] for x in sse["streams"]] == [1, 3]
     last = max(sse["streams"], key=lambda x: x["t"])
     assert sse["t"] == last["t"]
-    assert sse["rule"] == last["rule"]          # the rule of the last stream to leave
+    assert sse["rule"] == last["rule"]  # the rule of the last stream to leave
     assert all(x["rule"] in qp.RULES for x in sse["streams"])
 
 
@@ -302,9 +312,15 @@ def test_bbr_state_rides_on_every_sample(iperf3_server):
         b = s["streams"][0]["bbr"]
         assert set(b) == {"mode", "bw_bps", "min_rtt_us", "pacing_gain", "cwnd_gain"}, b
         # the mode is the one tcp_bbr.c's bbr_update_gains implies by the gains
-        expect = ("startup" if b["pacing_gain"] >= 2 else
-                  "drain" if b["pacing_gain"] < 0.5 and b["cwnd_gain"] > 2 else
-                  "probe_rtt" if b["pacing_gain"] == 1 and b["cwnd_gain"] == 1 else "probe_bw")
+        expect = (
+            "startup"
+            if b["pacing_gain"] >= 2
+            else "drain"
+            if b["pacing_gain"] < 0.5 and b["cwnd_gain"] > 2
+            else "probe_rtt"
+            if b["pacing_gain"] == 1 and b["cwnd_gain"] == 1
+            else "probe_bw"
+        )
         assert b["mode"] == expect, b
         modes.add(b["mode"])
     assert "probe_bw" in modes, modes

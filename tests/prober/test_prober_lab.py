@@ -16,8 +16,20 @@ def lab_for(make_lab, name):  # noqa: F811
 
 
 def validate(lab, path, cc, secs=4):
-    argv = [str(qp.QUICKPROBE), "--json", "-c", lab.far_addr, "-p", str(lab.port),
-            "--mode", "validate", "-t", str(secs), "-C", cc]
+    argv = [
+        str(qp.QUICKPROBE),
+        "--json",
+        "-c",
+        lab.far_addr,
+        "-p",
+        str(lab.port),
+        "--mode",
+        "validate",
+        "-t",
+        str(secs),
+        "-C",
+        cc,
+    ]
     if path.server == "iperf2":
         argv.append("--iperf2")
     r = lab.run(argv, capture_output=True, text=True, timeout=60)
@@ -38,8 +50,11 @@ def test_detector_rwnd_limited_path_ends_by_paper_rule(make_lab):  # noqa: F811
     v = res["validate"]
     assert v["rule"] == "paper_cwnd_stable", v
     assert v["slow_start_end_s"] > 2 * path.rtt_ms / 1e3
-    assert all(e["streams"][0]["ssthresh_bytes"] is None for e in events
-               if e["event"] == "sample" and e["t"] <= v["slow_start_end_s"])
+    assert all(
+        e["streams"][0]["ssthresh_bytes"] is None
+        for e in events
+        if e["event"] == "sample" and e["t"] <= v["slow_start_end_s"]
+    )
     # A window-limited flow is as steady as flows get: quick within 10 % of the full run.
     assert abs(v["error_pct"]) <= 10, v
 

@@ -18,9 +18,21 @@ def network(db):
 
 def make_sweep(name="nightly", **fields):
     """A sweep saved through the one form the admin and the command use."""
-    data = {"name": name, "enabled": True, "all_sites": True, "all_vantages": True, "modes_text": "quick",
-            "windows_text": "default", "streams_text": "1", "congestion_text": "default", "duration_s": 5,
-            "every_text": "", "cron": "", "slip_text": "0", "budget_text": ""}
+    data = {
+        "name": name,
+        "enabled": True,
+        "all_sites": True,
+        "all_vantages": True,
+        "modes_text": "quick",
+        "windows_text": "default",
+        "streams_text": "1",
+        "congestion_text": "default",
+        "duration_s": 5,
+        "every_text": "",
+        "cron": "",
+        "slip_text": "0",
+        "budget_text": "",
+    }
     data.update(fields)
     form = SweepForm(data=data)
     assert form.is_valid(), form.errors

@@ -1,6 +1,7 @@
 """A real beat process (django-celery-beat's DatabaseScheduler) fires a sweep on a short
 interval, a real worker plans it and measures a real iperf3 server; pausing the sweep stops
 the firings without restarting beat."""
+
 import os
 import secrets
 import subprocess
@@ -28,14 +29,25 @@ def processes(transactional_db, quickprobe_bin, cache_key_prefix, settings):
     started = []
 
     def start(kind, args, env_extra):
-        env = dict(os.environ, DATABASE_URL=_database_url(), CACHE_KEY_PREFIX=cache_key_prefix,
-                   PYTHONUNBUFFERED="1", **env_extra)
+        env = dict(
+            os.environ,
+            DATABASE_URL=_database_url(),
+            CACHE_KEY_PREFIX=cache_key_prefix,
+            PYTHONUNBUFFERED="1",
+            **env_extra,
+        )
         servers.ARTIFACTS.mkdir(exist_ok=True)
         log = servers.ARTIFACTS / f"sweeps-{kind}-{secrets.token_hex(3)}.log"
         with open(log, "w") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", kind, *args], cwd=servers.REPO,
-                                    env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "portal", kind, *args],
+                cwd=servers.REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         started.append(proc)
         return proc, log
 
@@ -52,19 +64,41 @@ def test_beat_fires_sweep_on_interval_and_pause_stops_it(processes, iperf3_port,
     # Engineers and CI share one Redis: the sweep's firings go to a queue of this test's own
     # instead of the shared `celery` queue, where another test's worker could take them.
     own_queue = f"sweeps-test-{name}"
-    common = {"VANTAGE_NAME": name, "VANTAGE_HEARTBEAT_S": "0.5", "HEARTBEAT_INTERVAL_S": "0.5",
-              "REAPER_INTERVAL_S": "86400"}
-    worker, worker_log = processes("worker", [
-        "-Q", f"vantage.{name},{own_queue}", "--concurrency", "2", "-P", "prefork", "--without-gossip",
-        "--without-mingle", "--without-heartbeat", "-l", "INFO", "-n", f"{name}@%h"], common)
+    common = {
+        "VANTAGE_NAME": name,
+        "VANTAGE_HEARTBEAT_S": "0.5",
+        "HEARTBEAT_INTERVAL_S": "0.5",
+        "REAPER_INTERVAL_S": "86400",
+    }
+    worker, worker_log = processes(
+        "worker",
+        [
+            "-Q",
+            f"vantage.{name},{own_queue}",
+            "--concurrency",
+            "2",
+            "-P",
+            "prefork",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "INFO",
+            "-n",
+            f"{name}@%h",
+        ],
+        common,
+    )
     servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", worker, worker_log)
 
     sweep = make_sweep("every-2s", every_text="2s", duration_s=3)
     PeriodicTask.objects.filter(pk=sweep.periodic_task_id).update(queue=own_queue)
     PeriodicTasks.update_changed()
-    beat, beat_log = processes("beat", ["-S", "django_celery_beat.schedulers:DatabaseScheduler",
-                                        "--max-interval", "1", "-l", "INFO"], common)
+    beat, beat_log = processes(
+        "beat", ["-S", "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1", "-l", "INFO"], common
+    )
     try:
+
         def a_run_done():
             runs = SweepRun.objects.filter(sweep=sweep, trigger="beat")
             return any(run_totals(run).counts["done"] == 1 for run in runs)

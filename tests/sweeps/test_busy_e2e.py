@@ -1,6 +1,7 @@
 """A sweep cell whose iperf3 server is busy with another client's test, with a real worker and
 real iperf3: the worker retries, then the cell ends skipped as busy past the retries, while
 the sweep's other site is measured."""
+
 import subprocess
 
 import pytest
@@ -20,8 +21,12 @@ def test_busy_server_cell_skipped_after_retries_other_site_done(celery_worker, q
         factories.make_site(name="busy", slug="busy", port=busy_port)
         factories.make_site(name="free", slug="free", port=free_port)
         # Someone else's 40 s test holds the busy server for the whole sweep.
-        other = subprocess.Popen(["iperf3", "-c", "127.0.0.1", "-p", str(busy_port), "-t", "40", "-b", "10M"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        other = subprocess.Popen(
+            ["iperf3", "-c", "127.0.0.1", "-p", str(busy_port), "-t", "40", "-b", "10M"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             servers.wait_until(lambda: servers.processes_with(f"-p {busy_port} -t 40"), 10, "the other client")
             run = planning.fire(make_sweep("busy-check", duration_s=3).pk, trigger="command")

@@ -1,4 +1,5 @@
 """Defining sweeps: the shared form, its beat entry, and `manage.py sweep create / list`."""
+
 import json
 
 import pytest
@@ -12,18 +13,48 @@ from .conftest import make_sweep
 
 
 def test_create_command_defines_sweep_with_matrix_and_interval(network, capsys):
-    call_command("sweep", "create", "wan", "--sites", "alpha,bravo", "--windows", "64K,256K,1M",
-                 "--streams", "1,4,16", "--mode", "quick", "--every", "6h", "--slip", "10m", "--budget", "10G")
+    call_command(
+        "sweep",
+        "create",
+        "wan",
+        "--sites",
+        "alpha,bravo",
+        "--windows",
+        "64K,256K,1M",
+        "--streams",
+        "1,4,16",
+        "--mode",
+        "quick",
+        "--every",
+        "6h",
+        "--slip",
+        "10m",
+        "--budget",
+        "10G",
+    )
     sweep = Sweep.objects.get(name="wan")
     assert (sweep.modes, sweep.windows, sweep.streams, sweep.congestion_controls) == (
-        ["quick"], [65536, 262144, 1048576], [1, 4, 16], [""])
+        ["quick"],
+        [65536, 262144, 1048576],
+        [1, 4, 16],
+        [""],
+    )
     assert (sweep.every_s, sweep.cron, sweep.slip_s, sweep.daily_budget_bytes) == (21600, "", 600, 10 * 2**30)
     assert (sweep.all_sites, sorted(sweep.sites.values_list("slug", flat=True)), sweep.all_vantages) == (
-        False, ["alpha", "bravo"], True)
+        False,
+        ["alpha", "bravo"],
+        True,
+    )
     assert capsys.readouterr().out == "sweep wan: 9 setting(s), every 6h\n"
     task = PeriodicTask.objects.get(pk=sweep.periodic_task_id)
-    assert (task.task, json.loads(task.kwargs), task.enabled, task.interval.every, task.interval.period,
-            task.crontab) == ("sweeps.fire", {"sweep_id": sweep.pk}, True, 21600, "seconds", None)
+    assert (
+        task.task,
+        json.loads(task.kwargs),
+        task.enabled,
+        task.interval.every,
+        task.interval.period,
+        task.crontab,
+    ) == ("sweeps.fire", {"sweep_id": sweep.pk}, True, 21600, "seconds", None)
 
 
 def test_create_command_cron_schedule(network):
@@ -31,24 +62,34 @@ def test_create_command_cron_schedule(network):
     sweep = Sweep.objects.get(name="six-hourly")
     task = PeriodicTask.objects.get(pk=sweep.periodic_task_id)
     assert (task.enabled, task.interval, task.crontab.minute, task.crontab.hour, str(task.crontab.timezone)) == (
-        False, None, "0", "*/6", "UTC")
+        False,
+        None,
+        "0",
+        "*/6",
+        "UTC",
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--streams", "1,65"], "--streams: streams 65 is out of range: allowed 1 to 64"),
-    (["--windows", "64K,2G"], "--windows: window '2G' is not a size"),
-    (["--mode", "quick,fast"], "--mode: mode 'fast' is not allowed: choose from quick, full, validate"),
-    (["--cron", "0 */6 * *"], "--cron: crontab '0 */6 * *' has 4 fields: write five"),
-    (["--cron", "61 * * * *"], "--cron: crontab '61 * * * *' is not valid: Invalid end range: 61 > 59."),
-    (["--every", "6x"], "--every: interval '6x' is not a duration"),
-    (["--every", "5m", "--slip", "5m"], "--slip: random start offset 5m must be shorter than the interval (5m)"),
-    (["--slip", "2h"], "--slip: random start offset 2h is too long: allowed 0 to 1h"),
-    (["--budget", "lots"], "--budget: size 'lots' is not a size"),
-    (["--congestion", "vegas"], ("--congestion: congestion control 'vegas' is not offered by any vantage: "
-                                 "choose from bbr, cubic, reno")),
-    (["--duration", "61"], "--duration: Ensure this value is less than or equal to 60."),
-    (["--sites", "alpha,nowhere"], "--sites: unknown site nowhere"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--streams", "1,65"], "--streams: streams 65 is out of range: allowed 1 to 64"),
+        (["--windows", "64K,2G"], "--windows: window '2G' is not a size"),
+        (["--mode", "quick,fast"], "--mode: mode 'fast' is not allowed: choose from quick, full, validate"),
+        (["--cron", "0 */6 * *"], "--cron: crontab '0 */6 * *' has 4 fields: write five"),
+        (["--cron", "61 * * * *"], "--cron: crontab '61 * * * *' is not valid: Invalid end range: 61 > 59."),
+        (["--every", "6x"], "--every: interval '6x' is not a duration"),
+        (["--every", "5m", "--slip", "5m"], "--slip: random start offset 5m must be shorter than the interval (5m)"),
+        (["--slip", "2h"], "--slip: random start offset 2h is too long: allowed 0 to 1h"),
+        (["--budget", "lots"], "--budget: size 'lots' is not a size"),
+        (
+            ["--congestion", "vegas"],
+            ("--congestion: congestion control 'vegas' is not offered by any vantage: choose from bbr, cubic, reno"),
+        ),
+        (["--duration", "61"], "--duration: Ensure this value is less than or equal to 60."),
+        (["--sites", "alpha,nowhere"], "--sites: unknown site nowhere"),
+    ],
+)
 def test_create_command_bad_input_names_flag_and_allowed(network, args, message):
     with pytest.raises(CommandError) as exc:
         call_command("sweep", "create", "bad", *args)
@@ -63,14 +104,32 @@ def test_create_command_duplicate_name_refused(network):
 
 
 def test_form_interval_and_cron_together_refused(network):
-    form = SweepForm(data={"name": "x", "all_sites": True, "all_vantages": True, "modes_text": "quick",
-                           "streams_text": "1", "duration_s": 10, "every_text": "1h", "cron": "0 * * * *"})
+    form = SweepForm(
+        data={
+            "name": "x",
+            "all_sites": True,
+            "all_vantages": True,
+            "modes_text": "quick",
+            "streams_text": "1",
+            "duration_s": 10,
+            "every_text": "1h",
+            "cron": "0 * * * *",
+        }
+    )
     assert form.errors == {"cron": ["give an interval or a crontab, not both"]}
 
 
 def test_form_chosen_without_sites_refused(network):
-    form = SweepForm(data={"name": "x", "all_sites": False, "all_vantages": True, "modes_text": "quick",
-                           "streams_text": "1", "duration_s": 10})
+    form = SweepForm(
+        data={
+            "name": "x",
+            "all_sites": False,
+            "all_vantages": True,
+            "modes_text": "quick",
+            "streams_text": "1",
+            "duration_s": 10,
+        }
+    )
     assert form.errors == {"sites": ["choose at least one site, or tick 'all sites'"]}
 
 
@@ -105,8 +164,9 @@ def test_list_command(network, capsys):
     make_sweep("b-sweep", every_text="6h", streams_text="1,4")
     make_sweep("a-sweep", enabled=False)
     call_command("sweep", "list")
-    assert capsys.readouterr().out == ("a-sweep\tpaused\tnot scheduled\t1 setting(s)\n"
-                                       "b-sweep\tenabled\tevery 6h\t2 setting(s)\n")
+    assert capsys.readouterr().out == (
+        "a-sweep\tpaused\tnot scheduled\t1 setting(s)\nb-sweep\tenabled\tevery 6h\t2 setting(s)\n"
+    )
 
 
 def test_run_command_unknown_name(network):

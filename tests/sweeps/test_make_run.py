@@ -1,5 +1,6 @@
 """`make run` (scripts/run.py, embedded SQLite + file-system broker) prints an admin login that
 opens the admin, and its beat (DatabaseScheduler) fires a sweep defined while it runs."""
+
 import http.cookiejar
 import os
 import re
@@ -25,8 +26,9 @@ def _admin_login(port, password):
     base = f"http://127.0.0.1:{port}"
     page = opener.open(f"{base}/admin/login/?next=/admin/", timeout=10).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": "admin", "password": password,
-                                   "next": "/admin/"}).encode()
+    data = urllib.parse.urlencode(
+        {"csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/admin/"}
+    ).encode()
     request = urllib.request.Request(f"{base}/admin/login/?next=/admin/", data=data, headers={"Referer": base})
     with opener.open(request, timeout=10) as response:
         return response.geturl(), response.read().decode()
@@ -46,8 +48,15 @@ def test_make_run_prints_admin_login_and_beat_fires_sweep(tmp_path, quickprobe_b
     env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="sweepcheck", PYTHONUNBUFFERED="1")
     log = tmp_path / "run.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, str(servers.REPO / "scripts" / "run.py")], cwd=tmp_path, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         password = re.search(r"admin:    admin / (\S+) ", log.read_text()).group(1)
@@ -57,12 +66,32 @@ def test_make_run_prints_admin_login_and_beat_fires_sweep(tmp_path, quickprobe_b
         manage_env = dict(env, ALLOW_PRIVATE_SITE_HOSTS="1")
         if not manage_env.get("SECRET_KEY"):
             manage_env["SECRET_KEY_FILE"] = str(tmp_path / "var" / "secret_key")
-        created = subprocess.run([sys.executable, str(servers.REPO / "manage.py"), "sweep", "create", "loop",
-                                  "--every", "3s", "--duration", "3"], env=manage_env, cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=60)
+        created = subprocess.run(
+            [
+                sys.executable,
+                str(servers.REPO / "manage.py"),
+                "sweep",
+                "create",
+                "loop",
+                "--every",
+                "3s",
+                "--duration",
+                "3",
+            ],
+            env=manage_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert created.returncode == 0 and created.stdout == "sweep loop: 1 setting(s), every 3s\n", created
-        servers.wait_until(lambda: _beat_runs_done(tmp_path / "var" / "portal.sqlite3") >= 1, 90,
-                           "a beat-fired sweep cell done under make run", proc, log)
+        servers.wait_until(
+            lambda: _beat_runs_done(tmp_path / "var" / "portal.sqlite3") >= 1,
+            90,
+            "a beat-fired sweep cell done under make run",
+            proc,
+            log,
+        )
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, log.read_text()[-3000:]
     finally:

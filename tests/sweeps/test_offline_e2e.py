@@ -1,6 +1,7 @@
 """With a real worker: its vantage is online while the worker heartbeats; once the worker is
 killed the vantage goes offline within VANTAGE_OFFLINE_S, a sweep skips it, and its queued
 test fails as vantage_offline at the reaper's next pass."""
+
 import time
 
 import pytest

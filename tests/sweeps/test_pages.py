@@ -1,4 +1,5 @@
 """The run page and the sweeps admin, through Django's test client."""
+
 import re
 
 import pytest
@@ -20,9 +21,17 @@ def run(network):
 
 
 def _finish(run, **fields):
-    values = {"status": "done", "quick_mode_entered": True, "quick_bps": 9.0e8, "cumulative_bps": 8.0e8,
-              "bytes_sent": 200_000_000, "elapsed_s": 2.0, "full_time_s": 5.0, "full_bytes_estimate": 500_000_000,
-              "finished_at": timezone.now()}
+    values = {
+        "status": "done",
+        "quick_mode_entered": True,
+        "quick_bps": 9.0e8,
+        "cumulative_bps": 8.0e8,
+        "bytes_sent": 200_000_000,
+        "elapsed_s": 2.0,
+        "full_time_s": 5.0,
+        "full_bytes_estimate": 500_000_000,
+        "finished_at": timezone.now(),
+    }
     values.update(fields)
     Measurement.objects.filter(sweep_cell__run=run).update(**values)
 
@@ -54,7 +63,7 @@ def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     # 4 quick tests of 2 s each: 4 x (20 - 2) = 72 s saved of 80 s; each would send 2e9 bytes
     # in 20 s (5e8 in 5 s) and sent 2e8: 7.2e9 of 8e9 saved.
     assert re.search(r'id="total-tests">4<', body)
-    assert '72.0 s of 80 s (90.0 %)' in body
+    assert "72.0 s of 80 s (90.0 %)" in body
     assert "6.71 GiB of 7.45 GiB (90.0 %)" in body
     assert 'id="total-bytes">762.9 MiB<' in body
 
@@ -65,9 +74,11 @@ def test_run_page_failed_cell_reason_detail_for_staff_busy_counts_as_skipped(cli
         client.force_login(factories.make_user(who, is_staff=(who == "staff")))
     cells = list(SweepCell.objects.filter(run=run).order_by("pk"))
     Measurement.objects.filter(pk=cells[0].measurement_id).update(
-        status="failed", failure_code="site_busy", failure_reason="the site stayed busy")
+        status="failed", failure_code="site_busy", failure_reason="the site stayed busy"
+    )
     Measurement.objects.filter(pk=cells[1].measurement_id).update(
-        status="failed", failure_code="connect_refused", failure_reason="connection refused by 10.1.2.3:5201")
+        status="failed", failure_code="connect_refused", failure_reason="connection refused by 10.1.2.3:5201"
+    )
     body = client.get(f"/sweeps/{run.slug}/").content.decode()
     assert "site busy past the retries" in body
     assert ("connection refused by 10.1.2.3:5201" in body) is (who == "staff")
@@ -83,10 +94,24 @@ def _admin(client, staff=True):
 
 def test_admin_add_sweep_creates_beat_entry(client, network):
     _admin(client)
-    response = client.post("/admin/sweeps/sweep/add/", {
-        "name": "admin-made", "enabled": "on", "all_sites": "on", "all_vantages": "on", "modes_text": "quick,full",
-        "windows_text": "64K,1M", "streams_text": "1,8", "congestion_text": "default", "duration_s": "10",
-        "every_text": "30m", "cron": "", "slip_text": "5m", "budget_text": "1G"})
+    response = client.post(
+        "/admin/sweeps/sweep/add/",
+        {
+            "name": "admin-made",
+            "enabled": "on",
+            "all_sites": "on",
+            "all_vantages": "on",
+            "modes_text": "quick,full",
+            "windows_text": "64K,1M",
+            "streams_text": "1,8",
+            "congestion_text": "default",
+            "duration_s": "10",
+            "every_text": "30m",
+            "cron": "",
+            "slip_text": "5m",
+            "budget_text": "1G",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     sweep = Sweep.objects.get(name="admin-made")
     assert (len(sweep.settings_matrix()), sweep.every_s, sweep.slip_s) == (8, 1800, 300)
@@ -95,9 +120,17 @@ def test_admin_add_sweep_creates_beat_entry(client, network):
 
 def test_admin_bad_input_shown_at_field(client, network):
     _admin(client)
-    response = client.post("/admin/sweeps/sweep/add/", {
-        "name": "bad", "all_sites": "on", "all_vantages": "on", "modes_text": "quick", "streams_text": "0",
-        "duration_s": "10"})
+    response = client.post(
+        "/admin/sweeps/sweep/add/",
+        {
+            "name": "bad",
+            "all_sites": "on",
+            "all_vantages": "on",
+            "modes_text": "quick",
+            "streams_text": "0",
+            "duration_s": "10",
+        },
+    )
     assert response.status_code == 200
     assert "streams 0 is out of range: allowed 1 to 64" in response.content.decode()
     assert not Sweep.objects.exists()

@@ -12,9 +12,18 @@ from .conftest import make_sweep
 
 
 def _cells(run):
-    return [(c.site.slug, c.vantage.name, c.mode, c.window_bytes, c.streams, c.skip_code,
-             c.measurement.status if c.measurement else None)
-            for c in SweepCell.objects.filter(run=run).select_related("site", "vantage", "measurement")]
+    return [
+        (
+            c.site.slug,
+            c.vantage.name,
+            c.mode,
+            c.window_bytes,
+            c.streams,
+            c.skip_code,
+            c.measurement.status if c.measurement else None,
+        )
+        for c in SweepCell.objects.filter(run=run).select_related("site", "vantage", "measurement")
+    ]
 
 
 def test_plan_every_site_vantage_and_setting_once(network):
@@ -33,8 +42,12 @@ def test_plan_every_site_vantage_and_setting_once(network):
 
 
 def test_plan_chosen_disabled_site_skipped_with_reason(network):
-    sweep = make_sweep(all_sites=False, sites=[Site.objects.get(slug="zulu-off").pk, network[0][0].pk],
-                       all_vantages=False, vantages=[network[1][0].pk])
+    sweep = make_sweep(
+        all_sites=False,
+        sites=[Site.objects.get(slug="zulu-off").pk, network[0][0].pk],
+        all_vantages=False,
+        vantages=[network[1][0].pk],
+    )
     run = planning.fire(sweep.pk, trigger="command")
     assert sorted((c[0], c[5]) for c in _cells(run)) == [("alpha", ""), ("zulu-off", "site_disabled")]
     _, rows, totals = run_grid(run)
@@ -62,14 +75,24 @@ def test_plan_budget_spent_skips_site(network):
         Measurement.objects.filter(pk=cell.measurement_id).update(status="done", bytes_sent=sent)
     second = planning.fire(sweep.pk, trigger="command")
     assert sorted((c[0], c[4], c[5]) for c in _cells(second)) == [
-        ("alpha", 1, "budget_spent"), ("alpha", 4, "budget_spent"), ("bravo", 1, ""), ("bravo", 4, "")]
+        ("alpha", 1, "budget_spent"),
+        ("alpha", 4, "budget_spent"),
+        ("bravo", 1, ""),
+        ("bravo", 4, ""),
+    ]
     assert run_totals(second).counts["skipped"] == 2
 
 
 def test_plan_budget_counts_expected_cost_within_run(network):
     alpha = network[0][0]
-    sweep = make_sweep(all_sites=False, sites=[alpha.pk], all_vantages=False, vantages=[network[1][0].pk],
-                       streams_text="1,4", budget_text="10M")
+    sweep = make_sweep(
+        all_sites=False,
+        sites=[alpha.pk],
+        all_vantages=False,
+        vantages=[network[1][0].pk],
+        streams_text="1,4",
+        budget_text="10M",
+    )
     first = planning.fire(sweep.pk, trigger="command")
     # Each setting cost 3 MiB last time: 6 MiB spent, room for one more 3 MiB test of the two.
     Measurement.objects.filter(sweep_cell__run=first).update(status="done", bytes_sent=3 * 2**20)
@@ -79,8 +102,13 @@ def test_plan_budget_counts_expected_cost_within_run(network):
 
 def test_plan_congestion_unavailable_on_vantage_skipped(network):
     factories.make_vantage(name="renoonly", congestion_controls=["reno"])
-    sweep = make_sweep(all_sites=False, sites=[network[0][0].pk], all_vantages=False,
-                       vantages=[network[1][0].pk], congestion_text="bbr")
+    sweep = make_sweep(
+        all_sites=False,
+        sites=[network[0][0].pk],
+        all_vantages=False,
+        vantages=[network[1][0].pk],
+        congestion_text="bbr",
+    )
     sweep.vantages.add(*[v.pk for v in type(network[1][0]).objects.filter(name="renoonly")])
     run = planning.fire(sweep.pk, trigger="command")
     assert sorted((c[1], c[5]) for c in _cells(run)) == [("east", ""), ("renoonly", "congestion_unavailable")]

@@ -1,12 +1,15 @@
 """manage.py demo_setup: the demo site, vantage and user that `make run` starts with (demo.py)."""
+
 from django.core.management.base import BaseCommand
 
 from portal.measure.demo import setup_demo
 
 
 class Command(BaseCommand):
-    help = ("Create the demo site (an iperf3 -s on 127.0.0.1), register this host as the vantage, and "
-            "(re)set the `demo` user's password; prints the password and a new API token once.")
+    help = (
+        "Create the demo site (an iperf3 -s on 127.0.0.1), register this host as the vantage, and "
+        "(re)set the `demo` user's password; prints the password and a new API token once."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--iperf-port", type=int, default=5201, help="port of the local iperf3 -s (default 5201)")

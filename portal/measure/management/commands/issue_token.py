@@ -1,5 +1,6 @@
 """manage.py issue_token USERNAME: creates the user if needed and prints a new API token once;
 only its hash is stored (models.ApiToken)."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 

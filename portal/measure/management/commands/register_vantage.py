@@ -1,5 +1,6 @@
 """manage.py register_vantage [NAME]: registers this host as a vantage by hand (workers do it
 when they start: vantages.VantagePresence)."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
@@ -15,5 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, name=None, description=None, **options):
         vantage = register_vantage(name or settings.VANTAGE_NAME, description)
-        self.stdout.write(f"vantage {vantage.name}: kernel {vantage.kernel}, "
-                          f"congestion controls {' '.join(vantage.congestion_controls) or '(none)'}")
+        self.stdout.write(
+            f"vantage {vantage.name}: kernel {vantage.kernel}, "
+            f"congestion controls {' '.join(vantage.congestion_controls) or '(none)'}"
+        )

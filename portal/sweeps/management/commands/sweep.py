@@ -17,8 +17,11 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="define a sweep (the same form as the admin's)")
         create.add_argument("name")
-        create.add_argument("--sites", default="all", help="comma-separated site slugs, or 'all' (default: every "
-                                                            "enabled site at each run)")
+        create.add_argument(
+            "--sites",
+            default="all",
+            help="comma-separated site slugs, or 'all' (default: every enabled site at each run)",
+        )
         create.add_argument("--vantages", default="all", help="comma-separated vantage names, or 'all' (default)")
         create.add_argument("--mode", default="quick", help="comma-separated: quick, full, validate (default quick)")
         create.add_argument("--windows", default="default", help="e.g. 64K,256K,1M; 'default' is the kernel's")
@@ -40,24 +43,68 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         getattr(self, f"_{action}")(**options)
 
-    def _create(self, name, sites, vantages, mode, windows, streams, congestion, duration, every, cron, slip, budget,
-                paused, **options):
-        data = {"name": name, "enabled": not paused, "modes_text": mode, "windows_text": windows,
-                "streams_text": streams, "congestion_text": congestion, "duration_s": duration,
-                "every_text": every, "cron": cron, "slip_text": slip, "budget_text": budget,
-                "all_sites": sites.strip() == "all", "all_vantages": vantages.strip() == "all",
-                "sites": self._pks(Site, "slug", sites), "vantages": self._pks(Vantage, "name", vantages)}
+    def _create(
+        self,
+        name,
+        sites,
+        vantages,
+        mode,
+        windows,
+        streams,
+        congestion,
+        duration,
+        every,
+        cron,
+        slip,
+        budget,
+        paused,
+        **options,
+    ):
+        data = {
+            "name": name,
+            "enabled": not paused,
+            "modes_text": mode,
+            "windows_text": windows,
+            "streams_text": streams,
+            "congestion_text": congestion,
+            "duration_s": duration,
+            "every_text": every,
+            "cron": cron,
+            "slip_text": slip,
+            "budget_text": budget,
+            "all_sites": sites.strip() == "all",
+            "all_vantages": vantages.strip() == "all",
+            "sites": self._pks(Site, "slug", sites),
+            "vantages": self._pks(Vantage, "name", vantages),
+        }
         form = SweepForm(data=data)
         if not form.is_valid():
-            flags = {"modes_text": "--mode", "windows_text": "--windows", "streams_text": "--streams",
-                     "congestion_text": "--congestion", "duration_s": "--duration", "every_text": "--every",
-                     "cron": "--cron", "slip_text": "--slip", "budget_text": "--budget", "sites": "--sites",
-                     "vantages": "--vantages", "name": "NAME"}
-            raise CommandError("; ".join(f"{flags.get(field, field)}: {message}"
-                                         for field, messages in form.errors.items() for message in messages))
+            flags = {
+                "modes_text": "--mode",
+                "windows_text": "--windows",
+                "streams_text": "--streams",
+                "congestion_text": "--congestion",
+                "duration_s": "--duration",
+                "every_text": "--every",
+                "cron": "--cron",
+                "slip_text": "--slip",
+                "budget_text": "--budget",
+                "sites": "--sites",
+                "vantages": "--vantages",
+                "name": "NAME",
+            }
+            raise CommandError(
+                "; ".join(
+                    f"{flags.get(field, field)}: {message}"
+                    for field, messages in form.errors.items()
+                    for message in messages
+                )
+            )
         sweep = form.save()
-        self.stdout.write(f"sweep {sweep.name}: {len(sweep.settings_matrix())} setting(s), {sweep.schedule_text}"
-                          f"{'' if sweep.enabled else ', paused'}")
+        self.stdout.write(
+            f"sweep {sweep.name}: {len(sweep.settings_matrix())} setting(s), {sweep.schedule_text}"
+            f"{'' if sweep.enabled else ', paused'}"
+        )
 
     @staticmethod
     def _pks(model, field, text):
@@ -90,10 +137,14 @@ class Command(BaseCommand):
     @staticmethod
     def _line(t):
         c = t.counts
-        return (f"{t.cells} cells: {c['done']} done, {c['failed']} failed, {c['skipped']} skipped, "
-                f"{c['running']} running, {c['queued']} queued; {format_bytes(t.bytes_sent)} sent")
+        return (
+            f"{t.cells} cells: {c['done']} done, {c['failed']} failed, {c['skipped']} skipped, "
+            f"{c['running']} running, {c['queued']} queued; {format_bytes(t.bytes_sent)} sent"
+        )
 
     def _list(self, **options):
         for sweep in Sweep.objects.all():
-            self.stdout.write(f"{sweep.name}\t{'enabled' if sweep.enabled else 'paused'}\t{sweep.schedule_text}\t"
-                              f"{len(sweep.settings_matrix())} setting(s)")
+            self.stdout.write(
+                f"{sweep.name}\t{'enabled' if sweep.enabled else 'paused'}\t{sweep.schedule_text}\t"
+                f"{len(sweep.settings_matrix())} setting(s)"
+            )
