@@ -4,11 +4,13 @@ import logging
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import OperationalError, transaction
+from psycopg.errors import DeadlockDetected
 
 from . import quotas, reaper
 from .dispatch import queue_measurement
 from .forms import MeasurementForm
+from .models import Site
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +29,32 @@ def request_measurement(form_data, user):
     reaper.reap()
     requester = user if user is not None and user.is_authenticated else None
     fields = form.measurement_fields()
+    for attempt in range(DEADLOCK_ATTEMPTS):
+        try:
+            measurement = _queue_for(requester, fields)
+            break
+        except OperationalError as exc:
+            # A worker writing the same site's rows (its data version) can pick this
+            # transaction as PostgreSQL's deadlock victim; nothing was stored, so ask again.
+            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == DEADLOCK_ATTEMPTS - 1:
+                raise
+            log.warning("deadlock queueing a test of %s; trying again", fields["site"].slug)
+    log.info("queued measurement %s of %s from %s", measurement.slug, measurement.site.slug, measurement.vantage.name)
+    return measurement
+
+
+DEADLOCK_ATTEMPTS = 3
+
+
+def _queue_for(requester, fields):
+    """The row and its task together, inside the user's limits: the task is sent once the row
+    is committed (dispatch.py)."""
     with transaction.atomic():
         if requester is not None:
             # One request at a time per user: two sent at once must not both fit the last slot.
             get_user_model().objects.select_for_update().filter(pk=requester.pk).exists()
             quotas.check(requester, fields["duration_s"])
-        # The row and its task together: the task is sent once the row is committed (dispatch.py).
-        measurement = queue_measurement(requested_by=requester, **fields)
-    log.info("queued measurement %s of %s from %s", measurement.slug, measurement.site.slug, measurement.vantage.name)
-    return measurement
+        # The site row first, as the worker's writes take it (its data version), so the two
+        # lock in the same order.
+        Site.objects.select_for_update().filter(pk=fields["site"].pk).exists()
+        return queue_measurement(requested_by=requester, **fields)

@@ -1,3 +1,4 @@
+import kombu.pools
 import pytest
 
 from tests.faults.cluster import Cluster, RedisServer
@@ -51,6 +52,9 @@ def broker(redis_server):
             app._pool.force_close_all()
             app._pool = None
         app.amqp._producer_pool = None
+        # kombu keeps producer pools in a registry of its own, keyed by broker URL: without a
+        # reset, later tests in this process get the closed pool back ("Acquire on closed pool").
+        kombu.pools.reset()
 
     forget_connections()
     app.conf.CELERY_BROKER_URL = redis_server.url
