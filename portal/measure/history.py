@@ -175,13 +175,15 @@ def chart_points(site, limit=CHART_POINTS):
     return {"quick": quick, "full": full, "rtt_ms": rtt, "limit": limit}
 
 
-def recent_page(site, page, size):
-    """One page of the table, newest first. Fetching size + 1 rows says whether an older page
-    exists without counting all of the site's rows."""
+def recent_page(site, page, size, vantage_id=None):
+    """One page of the table (the site's, or one path's with vantage_id), newest first. Fetching
+    size + 1 rows says whether an older page exists without counting all of the rows."""
     offset = (page - 1) * size
+    rows = Measurement.objects.filter(site=site)
+    if vantage_id is not None:
+        rows = rows.filter(vantage_id=vantage_id)
     rows = list(
-        Measurement.objects.filter(site=site)
-        .select_related("vantage")
+        rows.select_related("vantage")
         .only(
             "slug",
             "mode",
@@ -200,6 +202,7 @@ def recent_page(site, page, size):
             "quick_ci_pct",
             "quick_converged",
             "window_limited",
+            "rwnd_limited_pct",
             "vantage__name",
         )
         .order_by("-created_at")[offset : offset + size + 1]

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from .forms import format_window
 from .history import Median, headline_expr
+from .history import recent_page as history_recent_page
 from .models import Measurement, Vantage
 
 MODES = ("quick", "full", "validate")
@@ -140,35 +141,8 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
 
 
 def recent_page(site_id, vantage_id, page, size):
-    """One page of the path's tests, newest first; size + 1 rows say whether there is more."""
-    offset = (page - 1) * size
-    rows = list(
-        Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id)
-        .select_related("vantage")
-        .only(
-            "slug",
-            "mode",
-            "status",
-            "created_at",
-            "duration_s",
-            "streams",
-            "window_bytes",
-            "congestion",
-            "quick_mode_entered",
-            "quick_bps",
-            "cumulative_bps",
-            "rtt_us",
-            "retransmits",
-            "failure_code",
-            "window_limited",
-            "rwnd_limited_pct",
-            "quick_ci_pct",
-            "quick_converged",
-            "vantage__name",
-        )
-        .order_by("-created_at")[offset : offset + size + 1]
-    )
-    return rows[:size], len(rows) > size
+    """One page of the path's tests, newest first (history.recent_page, for one vantage)."""
+    return history_recent_page(site_id, page, size, vantage_id=vantage_id)
 
 
 # --- window x streams: the IEPM-BW table, its lines and its optimum -------------------------
