@@ -249,8 +249,8 @@ static int setup(qp_run *r, qp_err *e)
 /* 1 if stream s has nothing left in flight and its receiver has read what it got:
  * acked data can still sit in the server's buffer, and iperf3 drops it at TEST_END.
  * Reads show as the advertised window reopening: done when it has stopped moving for
- * quiet_s after everything was acked. */
-static int stream_drained(qp_stream *s, double now, double quiet_s)
+ * quiet_s after everything was acked. *acked is cleared while data is still in flight. */
+static int stream_drained(qp_stream *s, double now, double quiet_s, int *acked)
 {
     qp_tcpinfo ti;
     char msg[128];
@@ -263,18 +263,20 @@ static int stream_drained(qp_stream *s, double now, double quiet_s)
     }
     if (ti.notsent_bytes || ti.unacked_segments) {
         s->drain_wnd_t = now;       /* stillness counts from the last ACK on */
+        *acked = 0;
         return 0;
     }
     return now - s->drain_wnd_t >= quiet_s;
 }
 
 /* Wait (bounded) until every stream's written data is acked and read, so the
- * server's byte count agrees with ours. */
-static void drain(qp_run *r)
+ * server's byte count agrees with ours; returns when the last byte was acked (the end
+ * of the transfer: the quiet wait for the server's reads after it moves no data). */
+static double drain(qp_run *r)
 {
     uint32_t rtt_us = 0;
     uint64_t queued = 0;
-    double now = net_now(), limit, rate, quiet_s, deadline;
+    double now = net_now(), limit, rate, quiet_s, deadline, acked_t = 0;
 
     for (int i = 0; i < r->n; i++) {
         qp_stream *s = &r->streams[i];
@@ -295,14 +297,19 @@ static void drain(qp_run *r)
     deadline = now + limit;
     quiet_s = fmax(DRAIN_QUIET_MIN_S, rtt_us / 1e6);
     while ((now = net_now()) < deadline) {
-        int clear = 1;
+        int clear = 1, acked = 1;
 
         for (int i = 0; i < r->n; i++)
-            clear &= stream_drained(&r->streams[i], now, quiet_s);
+            clear &= stream_drained(&r->streams[i], now, quiet_s, &acked);
+        if (!acked)
+            acked_t = 0;
+        else if (acked_t == 0)
+            acked_t = now;
         if (clear)
             break;
         nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
     }
+    return acked_t > 0 ? acked_t : now;
 }
 
 /* CPU use of this process since the start, as user / system percent of wall time. */
@@ -373,8 +380,9 @@ static int finish(qp_run *r, qp_err *e)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     out_phase("finishing", net_now() - r->t0);
     sender_stop(r);
-    drain(r);
-    r->out.elapsed_s = net_now() - r->t0;
+    /* The run's figure is over the time its bytes took: from the first write to the
+     * last ACK, as the server sees them arrive; the quiet wait for its reads is not in. */
+    r->out.elapsed_s = drain(r) - r->t0;
     measure_final(r);
     measure_last_interval(r);
     if (!r->o->iperf2)

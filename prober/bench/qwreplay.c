@@ -1,0 +1,185 @@
+/* qwreplay.c: replay recorded `quickprobe --json --mode validate` runs through the quick
+ * window (src/quickwin.c) as the prober feeds it, and print what the window decides.
+ *
+ * A validate run records every sample of a whole -t run and the connection's own -t
+ * figure, so a change to the window can be judged on many recorded paths in seconds,
+ * paired with the truth of the same connection, without sending a byte. The window is
+ * opened at the slow_start_end event with the sample printed just before it and fed
+ * each later sample, exactly as measure.c does (window_sample, check_ss_end).
+ *
+ * Usage: qwreplay [-q] RUN.jsonl...   one tab-separated line per run (header first). */
+#include "quickwin.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    int bbr, cubic, nstreams, time_s;
+    qw_params p;
+    qw_window w;
+    qw_sample last;         /* the latest sample, aggregated as window_sample does */
+    uint32_t last_retrans;  /* its summed total_retrans */
+    int open, have_last;
+    double ss_t, truth_bps, prober_quick_bps;
+    int prober_converged;
+} replay;
+
+/* A number field of o, 0 when absent or null. */
+static double num(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* Aggregate one sample event's streams into q as measure.c's window_sample does. */
+static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans)
+{
+    json_t *streams = json_object_get(ev, "streams"), *st;
+    size_t i, n = json_array_size(streams);
+
+    memset(q, 0, sizeof(*q));
+    q->t_s = num(ev, "t");
+    *retrans = 0;
+    json_array_foreach(streams, i, st) {
+        json_t *bbr = json_object_get(st, "bbr");
+        uint32_t rtt = (uint32_t)num(st, "rtt_us"), mrtt = (uint32_t)num(st, "min_rtt_us");
+        uint32_t bmr = json_is_object(bbr) ? (uint32_t)num(bbr, "min_rtt_us") : 0;
+
+        if (bmr)
+            mrtt = bmr;
+        q->delivered_bytes += (uint64_t)num(st, "bytes_acked") + (uint64_t)num(st, "sacked_bytes");
+        q->cwnd_bytes += (uint64_t)num(st, "cwnd_bytes");
+        q->retrans += (uint32_t)num(st, "total_retrans");
+        q->in_recovery |= num(st, "ca_state") >= 2;
+        q->limited_us += ((uint64_t)num(st, "rwnd_limited_us") +
+                          (uint64_t)num(st, "sndbuf_limited_us")) / (n ? n : 1);
+        if (rtt > q->rtt_us)
+            q->rtt_us = rtt;
+        if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
+            q->min_rtt_us = mrtt;
+        if (json_is_object(bbr)) {
+            qw_bbr_mode m = qw_bbr_mode_from_gains((uint32_t)lround(num(bbr, "pacing_gain") * 256),
+                                                   (uint32_t)lround(num(bbr, "cwnd_gain") * 256));
+            static const int rank[] = { 0, 2, 3, 1, 4 };    /* none startup drain bw rtt */
+
+            if (rank[m] > rank[q->bbr_mode])
+                q->bbr_mode = m;
+        }
+    }
+    *retrans = q->retrans;
+}
+
+/* Open the window at the slow_start_end event ev (measure.c's check_ss_end). */
+static void open_window(replay *r, const json_t *ev)
+{
+    json_t *streams = json_object_get(ev, "streams"), *st;
+    uint64_t exit_cwnd = 0;
+    size_t i;
+
+    r->ss_t = num(ev, "t");
+    json_array_foreach(streams, i, st)
+        exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
+    qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
+    r->open = 1;
+    qw_feed(&r->w, &r->last);
+}
+
+/* Read the start event's parameters. */
+static void start(replay *r, const json_t *ev)
+{
+    json_t *params = json_object_get(ev, "params");
+    const char *cc = json_string_value(json_object_get(ev, "congestion"));
+
+    r->bbr = cc && strcmp(cc, "bbr") == 0;
+    r->cubic = cc && strcmp(cc, "cubic") == 0;
+    r->time_s = (int)num(params, "time_s");
+    r->nstreams = (int)num(params, "streams");
+    r->p = (qw_params){ .bbr = r->bbr, .tolerance = num(params, "quick_tolerance_pct") / 100.0,
+                        .min_s = num(params, "quick_ms") / 1000.0,
+                        .max_s = num(params, "quick_max_ms") / 1000.0,
+                        .sample_s = num(params, "sample_ms") / 1000.0,
+                        .beta = r->cubic ? 717.0 / 1024 : 0.5 };
+}
+
+/* Replay one file; 0, or -1 if it is not a finished validate run. */
+static int replay_file(const char *path, replay *r)
+{
+    char line[1 << 16];
+    FILE *f = fopen(path, "r");
+
+    if (!f)
+        return -1;
+    memset(r, 0, sizeof(*r));
+    r->ss_t = -1;
+    while (fgets(line, sizeof line, f)) {
+        json_t *ev = json_loads(line, 0, NULL);
+        const char *kind = ev ? json_string_value(json_object_get(ev, "event")) : NULL;
+
+        if (!kind) {
+            json_decref(ev);
+            continue;
+        }
+        if (strcmp(kind, "start") == 0) {
+            start(r, ev);
+        } else if (strcmp(kind, "sample") == 0) {
+            aggregate(ev, &r->last, &r->last_retrans);
+            r->have_last = 1;
+            if (r->open)
+                qw_feed(&r->w, &r->last);
+        } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {
+            open_window(r, ev);
+        } else if (strcmp(kind, "result") == 0) {
+            json_t *v = json_object_get(ev, "validate");
+
+            r->truth_bps = num(ev, "full_bps");
+            r->prober_quick_bps = json_is_object(v) ? num(v, "quick_bps") : 0;
+            r->prober_converged = json_is_object(v) && json_is_true(json_object_get(v, "quick_converged"));
+        }
+        json_decref(ev);
+    }
+    fclose(f);
+    if (r->open)
+        qw_stop(&r->w);
+    return r->truth_bps > 0 ? 0 : -1;
+}
+
+/* Print one run's line. */
+static void report(const char *path, const replay *r)
+{
+    const qw_estimate *e = qw_result(&r->w);
+    qw_prediction pr = r->open ? qw_predict(&r->w, r->time_s) : (qw_prediction){ 0, -1, 0 };
+    int conv = r->open && r->w.state == QW_CONVERGED && pr.rate_bps > 0;
+    double fig = conv ? pr.rate_bps : r->truth_bps;
+    const char *name = strrchr(path, '/');
+
+    printf("%s\t%s\t%.3f\t%.3f\t%d\t%.3f\t%.2f\t%.2f\t%.3f\t%.3f\t%s\t%d\t%.3f\t%d\n",
+           name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
+           r->truth_bps / 1e6, pr.rate_bps / 1e6, conv, fig / 1e6,
+           100.0 * (fig - r->truth_bps) / r->truth_bps, pr.ci_frac * 100, r->ss_t,
+           qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
+           e->batches, r->prober_quick_bps / 1e6, r->prober_converged);
+}
+
+/* Replay every file named on the command line. */
+int main(int argc, char **argv)
+{
+    static replay r;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: qwreplay RUN.jsonl...\n");
+        return 2;
+    }
+    printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tfigure_mbps\terr_pct\tci_pct\tss_t"
+           "\tend_t\tbasis\tbatches\tprober_quick_mbps\tprober_converged\n");
+    for (int i = 1; i < argc; i++) {
+        if (replay_file(argv[i], &r) < 0) {
+            fprintf(stderr, "qwreplay: %s: not a finished validate run\n", argv[i]);
+            continue;
+        }
+        report(argv[i], &r);
+    }
+    return 0;
+}
