@@ -209,6 +209,8 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;
+        if (ti->mss_bytes > q->mss_bytes)
+            q->mss_bytes = ti->mss_bytes;
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         if (ti->has_bbr)

@@ -44,6 +44,7 @@ typedef struct {
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
+    uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
 } qw_sample;
 
 /* Why the window is (not yet) closed. */
@@ -58,6 +59,7 @@ typedef enum { QW_BASIS_NONE = 0, QW_BASIS_TIME, QW_BASIS_LOSS_CYCLES, QW_BASIS_
 
 #define QW_MAX_SLICES 2048
 #define QW_MAX_BATCHES 10
+#define QW_MAX_PEAKS 256
 
 typedef struct {
     double t0, t1;
@@ -106,6 +108,13 @@ typedef struct {
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
     double min_queue_since_cut; /* smallest queue since the start or the last event */
     uint32_t ca_cuts;           /* events that ended a climb in congestion avoidance */
+    uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
+    uint32_t mss_bytes;
+    int drops;                  /* transients dropped from the window's start */
+    uint64_t run_peak;          /* largest cwnd since the last congestion event */
+    int npeaks;                 /* cwnd peaks that congestion events cut, and the slice */
+    uint64_t peak[QW_MAX_PEAKS];    /* each fell in (the first counted cycle's: w->first) */
+    int peak_slice[QW_MAX_PEAKS];
     int n, first;               /* slices so far; the first one still counted */
     qw_slice s[QW_MAX_SLICES];
     qw_estimate est;
