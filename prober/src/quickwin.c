@@ -35,8 +35,8 @@
 #define QW_QUEUE_SAME 0.75      /* queues within this ratio are the same level: the
                                    smoothed RTT (gain 1/8 per ACK) trails the queue and
                                    delay jitter blurs it */
-#define QW_CLEAN_PACKETS 3000  /* loss-free packets that rule out random loss >= 1e-3 at
-                                   95 % (e^-3): see loss_free() */
+#define QW_CLEAN_PACKETS 3000  /* at most this many loss-free packets are asked for (rules
+                                   out random loss >= 1e-3 at 95 %): see loss_free() */
 #define BBR_UNIT 256
 #define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
 #define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
@@ -286,6 +286,8 @@ static void close_slice(qw_window *w, const qw_sample *s)
     sl->t1 = s->t_s;
     sl->bytes = s->delivered_bytes > w->slice_bytes0 ? s->delivered_bytes - w->slice_bytes0 : 0;
     sl->events = w->events;
+    sl->q_min = w->slice_qmin;
+    w->slice_qmin = INFINITY;
     /* PROBE_RTT, and the round after it (cwnd is restored but the pipe refills), are not
      * the steady state a long run spends nearly all its time in. */
     sl->excluded = w->slice_probe_rtt || w->after_probe_rtt;
@@ -338,6 +340,7 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->limited_us0 = s->limited_us;
     w->min_queue_since_cut = queue_bdps(w, s);
     w->clean_from_bytes = s->delivered_bytes;
+    w->slice_qmin = INFINITY;
     return 1;
 }
 
@@ -351,6 +354,8 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->max_queue = q;
     if (q < w->min_queue_since_cut)
         w->min_queue_since_cut = q;
+    if (q < w->slice_qmin)
+        w->slice_qmin = q;
     if ((s->in_recovery && !w->prev_recovery) ||
         (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
         w->events++;
@@ -376,18 +381,21 @@ static void count_events(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
 }
 
-/* 1 if no loss was seen over the last QW_CLEAN_PACKETS packets delivered. The link-full
- * proof covers the losses of a full buffer, not random ones: those cut again at any cwnd,
- * and at 0.1 % they halve a 100 Mbit/s x 60 ms flow's rate (the lab's lossy path, where
- * windows that ended between two random losses read +70 %). A loss rate p leaves n
- * packets loss-free with probability (1 - p)^n, so 3,000 clean packets rule out p >= 1e-3
- * at 95 %. Rarer random loss is not ruled out (that would take about 2 W^2 packets for a
- * window of W packets, far more than a 20 s run sends): such a path can read high. */
+/* 1 if no loss was seen over enough packets delivered to rule out random loss that would
+ * matter. The link-full proof covers the losses of a full buffer, not random ones: those
+ * cut again at any cwnd (at 0.1 % they halve a 100 Mbit/s x 60 ms flow's rate: on the
+ * lab's lossy path windows that ended between two random losses read +70 %). A window of
+ * W packets survives random loss only while p <= 1.5 / W^2 (Mathis et al.: rate = 1.22 MSS
+ * / (RTT sqrt p)), and n loss-free packets rule out p >= 3 / n at 95 % ((1 - p)^n <= e^-3):
+ * so 2 W^2 clean packets, W the whole cwnd (all streams: the stricter), at most
+ * QW_CLEAN_PACKETS, which rules out p >= 1e-3. Rarer random loss on a large window is not
+ * ruled out (it would take more packets than a 20 s run sends): such a path can read high. */
 static int loss_free(const qw_window *w, const qw_sample *s)
 {
-    uint32_t mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;
+    double need = fmin(QW_CLEAN_PACKETS, 2.0 * win * win);
 
-    return s->delivered_bytes >= w->clean_from_bytes + (uint64_t)QW_CLEAN_PACKETS * mss;
+    return (double)(s->delivered_bytes - w->clean_from_bytes) >= need * mss;
 }
 
 /* 1 if the standing queue proves the link is full and stays full through a cut now: the
@@ -440,8 +448,7 @@ static int sawtooth_known(const qw_window *w, const qw_sample *s)
 
     if (w->p.bbr)
         return 1;
-    if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->ca_cuts >= QW_MIN_CYCLE_BATCHES &&
-        peaks_level(w))
+    if (w->est.basis == QW_BASIS_LOSS_CYCLES && peaks_level(w))
         return 1;
     if (link_full(w, s) && loss_free(w, s))
         return 1;
@@ -458,7 +465,7 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
      * change back within that time shows in its halves or its interval. */
     if (s->t_s - w->start_t < w->p.min_s * (w->drops ? 2 : 1) * QW_SLACK || e->ci_frac < 0)
         return 0;
-    if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance)
+    if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance || w->varying)
         return 0;
     if (e->basis != QW_BASIS_LOSS_CYCLES && s->in_recovery)
         return 0;
@@ -479,6 +486,21 @@ static int transient_may_go(const qw_window *w, int mid)
 {
     return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr ||
            w->s[w->n - 1].events == w->s[mid - 1].events;
+}
+
+/* 1 if the halves disagree while the link was full throughout (loss-based cc: a standing
+ * queue of (1 - beta) / beta BDP in every slice). With the link full a flow's rate is what
+ * the link gives it, whatever its cwnd does: a change of level is the path's doing (cross
+ * traffic starting or stopping), not a transient of the flow's own, and it may come back at
+ * any time; the window cannot know the schedule, so it does not converge. */
+static int level_changed_at_full_link(const qw_window *w)
+{
+    if (w->p.bbr || w->p.beta <= 0)
+        return 0;
+    for (int i = w->first; i < w->n; i++)
+        if (w->s[i].q_min < (1.0 - w->p.beta) / w->p.beta)
+            return 0;
+    return 1;
 }
 
 /* The two halves of the window disagree: the first half was still a transient (cwnd
@@ -528,7 +550,11 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             w->end_t = s->t_s;
             return w->state;
         }
-        if (full && half_diff > w->p.tolerance && mid > w->first && transient_may_go(w, mid))
+        if (full && half_diff > w->p.tolerance && mid > w->first &&
+            level_changed_at_full_link(w))
+            w->varying = 1;
+        else if (full && half_diff > w->p.tolerance && mid > w->first &&
+                 transient_may_go(w, mid))
             drop_transient(w, mid);
     }
     if (s->t_s - w->open_t >= w->p.max_s - 1e-9 || w->n >= QW_MAX_SLICES)

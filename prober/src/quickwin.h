@@ -66,6 +66,7 @@ typedef struct {
     uint64_t bytes;
     uint32_t events;        /* congestion events counted since the window started, at t1 */
     int excluded;           /* PROBE_RTT (or the round right after it): not steady state */
+    double q_min;           /* smallest standing queue in it, in BDPs */
 } qw_slice;
 
 /* The current estimate (also valid while still open). */
@@ -111,6 +112,8 @@ typedef struct {
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
+    int varying;                /* the rate changed level with the link full throughout */
+    double slice_qmin;          /* smallest queue in the current slice, in BDPs */
     uint64_t run_peak;          /* largest cwnd since the last congestion event */
     int npeaks;                 /* cwnd peaks that congestion events cut, and the slice */
     uint64_t peak[QW_MAX_PEAKS];    /* each fell in (the first counted cycle's: w->first) */
