@@ -338,7 +338,6 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
     w->prev_recovery = 0;
     w->limited_us0 = s->limited_us;
-    w->min_queue_since_cut = queue_bdps(w, s);
     w->clean_from_bytes = s->delivered_bytes;
     w->slice_qmin = INFINITY;
     return 1;
@@ -352,8 +351,6 @@ static void count_events(qw_window *w, const qw_sample *s)
 
     if (q > w->max_queue)
         w->max_queue = q;
-    if (q < w->min_queue_since_cut)
-        w->min_queue_since_cut = q;
     if (q < w->slice_qmin)
         w->slice_qmin = q;
     if ((s->in_recovery && !w->prev_recovery) ||
@@ -361,12 +358,6 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->events++;
         if (w->events == 1 || q < w->loss_queue)
             w->loss_queue = q;
-        /* a cut that ends a climb in congestion avoidance: the queue had been clearly
-         * lower since the window started or the last cut (not the tail of slow-start's
-         * overshoot, with the buffer still full from it) */
-        if (w->min_queue_since_cut < QW_QUEUE_SAME * q)
-            w->ca_cuts++;
-        w->min_queue_since_cut = q;
         if (w->npeaks < QW_MAX_PEAKS) {
             w->peak[w->npeaks] = w->run_peak;
             w->peak_slice[w->npeaks++] = w->n;
@@ -431,15 +422,12 @@ static int peaks_level(const qw_window *w)
  * that it does nothing to it. A cut sets cwnd to beta x cwnd, and the link stays full only
  * if that is still at least the BDP, i.e. if the queue at the cut is at least
  * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
- * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) ended
- *   by cuts that each ended a climb in congestion avoidance (count_events; not the string
- *   of cuts slow-start's overshoot leaves behind);
- * - or it holds one such cut and the standing queue proves a cut now would leave the link
- *   full (link_full). Without such a cut, a flat rate says nothing
- *   about random losses: at 0.1 % they cut again and again before cwnd regrows, and cwnd
- *   falls from slow-start's level to its loss equilibrium over many cycles (the lab's
- *   lossy path: windows that ended before the first random loss read +49 % and +110 %;
- *   slow-start's own overshoot cut says nothing about them either);
+ * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) whose
+ *   cwnd peaks stay level (peaks_level: not slow-start's level falling to where random
+ *   loss holds cwnd);
+ * - or the standing queue proves a full buffer's cut now would leave the link full
+ *   (link_full: a full buffer holds at least the queue seen now) and enough packets went
+ *   by without a loss to rule out random loss that would matter (loss_free);
  * - or cwnd does not matter: the stream spent most of the window limited by the
  *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
 static int sawtooth_known(const qw_window *w, const qw_sample *s)

@@ -107,8 +107,6 @@ typedef struct {
     uint64_t limited_us0;       /* limited_us when measuring started */
     double max_queue;           /* largest standing queue seen, in BDPs */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
-    double min_queue_since_cut; /* smallest queue since the start or the last event */
-    uint32_t ca_cuts;           /* events that ended a climb in congestion avoidance */
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
