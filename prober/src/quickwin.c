@@ -35,6 +35,9 @@
 #define QW_QUEUE_SAME 0.75      /* queues within this ratio are the same level: the
                                    smoothed RTT (gain 1/8 per ACK) trails the queue and
                                    delay jitter blurs it */
+#define QW_LEVEL_CHANGE 3       /* halves this many tolerances apart with the link full are
+                                   the path changing (cross traffic), not noise: see
+                                   level_changed_at_full_link() */
 #define QW_CLEAN_PACKETS 3000  /* at most this many loss-free packets are asked for (rules
                                    out random loss >= 1e-3 at 95 %): see loss_free() */
 #define BBR_UNIT 256
@@ -244,6 +247,28 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
     return make_batches(w, ub, ue, nu, per, bytes, secs, first);
 }
 
+/* 1 if the batch rates of the first h and the last h of nb batches differ significantly
+ * (Welch's t, 95 %): a change of level, not the batches' own scatter. */
+static int halves_differ(const double *bytes, const double *secs, int nb, int h)
+{
+    double m[2] = { 0, 0 }, v[2] = { 0, 0 }, se;
+
+    if (h < 2)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int from = k ? nb - h : 0;
+
+        for (int i = from; i < from + h; i++)
+            m[k] += bytes[i] / secs[i] / h;
+        for (int i = from; i < from + h; i++)
+            v[k] += (bytes[i] / secs[i] - m[k]) * (bytes[i] / secs[i] - m[k]) / (h - 1);
+    }
+    se = sqrt((v[0] + v[1]) / h);
+    if (se <= 0)
+        return m[0] != m[1];
+    return fabs(m[1] - m[0]) / se > qw_t95(2 * h - 2);
+}
+
 /* Recompute the estimate; 1 if it is complete enough to be judged (enough batches).
  * *mid is the first slice of the second half of the batches. */
 static int estimate(qw_window *w, double *half_diff, int *mid)
@@ -274,6 +299,7 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
     }
     *half_diff = s1 > 0 && s2 > 0 && r > 0 ? fabs(b2 / s2 - b1 / s1) / r : INFINITY;
     *mid = first[nb - h];
+    w->halves_differ = halves_differ(bytes, secs, nb, h);
     return full;
 }
 
@@ -476,14 +502,14 @@ static int transient_may_go(const qw_window *w, int mid)
            w->s[w->n - 1].events == w->s[mid - 1].events;
 }
 
-/* 1 if the halves disagree while the link was full throughout (loss-based cc: a standing
- * queue of (1 - beta) / beta BDP in every slice). With the link full a flow's rate is what
+/* 1 if the halves disagree (beyond the batches' scatter) while the link was full
+ * throughout (loss-based cc: a standing queue of (1 - beta) / beta BDP in every slice). With the link full a flow's rate is what
  * the link gives it, whatever its cwnd does: a change of level is the path's doing (cross
  * traffic starting or stopping), not a transient of the flow's own, and it may come back at
  * any time; the window cannot know the schedule, so it does not converge. */
 static int level_changed_at_full_link(const qw_window *w)
 {
-    if (w->p.bbr || w->p.beta <= 0)
+    if (w->p.bbr || w->p.beta <= 0 || !w->halves_differ)
         return 0;
     for (int i = w->first; i < w->n; i++)
         if (w->s[i].q_min < (1.0 - w->p.beta) / w->p.beta)
@@ -538,7 +564,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             w->end_t = s->t_s;
             return w->state;
         }
-        if (full && half_diff > w->p.tolerance && mid > w->first &&
+        if (full && half_diff > QW_LEVEL_CHANGE * w->p.tolerance && mid > w->first &&
             level_changed_at_full_link(w))
             w->varying = 1;
         else if (full && half_diff > w->p.tolerance && mid > w->first &&

@@ -111,6 +111,7 @@ typedef struct {
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
     int varying;                /* the rate changed level with the link full throughout */
+    int halves_differ;          /* the last estimate's halves differ beyond their scatter */
     double slice_qmin;          /* smallest queue in the current slice, in BDPs */
     uint64_t run_peak;          /* largest cwnd since the last congestion event */
     int npeaks;                 /* cwnd peaks that congestion events cut, and the slice */
