@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Judge the quick window on paths it was not tuned on, without sending a byte each time.
+
+    replay_corpus.py collect --seed 7 --paths 26 --runs 2 --out test-artifacts/corpus
+    replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
+
+`collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
+congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
+and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
+20 s figure). `summarise` replays every recorded validate run through the current
+`prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
+feeds it) and prints, per path, each run's paired error (c = converged, f = fell back: error
+0), when the window closed and its interval, then per cc the median / p90 / p95 |error|, how
+many converged and how many 20 s figures lay inside quick_bps +/- quick_ci_pct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "prober" / "bench"))
+sys.path.insert(0, str(ROOT / "prober" / "lab"))
+import bench_quick as bq  # noqa: E402
+import labctl  # noqa: E402
+
+REPLAY = ROOT / "prober" / "build" / "qwreplay"
+
+
+def draw_row(rng: random.Random) -> bq.Row:
+    """One random path and flow (tiny per-stream windows get one stream)."""
+    rate = rng.choice([5, 20, 50, 100, 150, 250, 400])
+    rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
+    queue = rng.choice([0.3, 0.6, 1.0, 1.5, 2.5])
+    loss = rng.choice([0, 0, 0, 5e-5, 3e-4, 2e-3])
+    jitter = rng.choice([None, None, None, ("uniform", 1.0), ("normal", 3.0)])
+    cross = rng.choice([None, None, None, None, (0.2, 300, 300), (0.4, 2000, 3000)])
+    cc = rng.choice(["reno", "cubic", "bbr", "cubic", "bbr"])
+    streams = rng.choice([1, 1, 2, 4, 8])
+    if rate * rtt / 8e3 / streams < 0.02:
+        streams = 1
+    return bq.Row(bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross), cc, streams)
+
+
+def collect(a) -> int:
+    reason = labctl.lab_unavailable_reason()
+    if reason:
+        raise SystemExit(f"replay_corpus: {reason}")
+    bq.PROBER = a.prober.resolve()
+    a.out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(a.seed)
+    t0 = time.monotonic()
+    for i in range(a.paths):
+        row = draw_row(rng)
+        rid = f"s{a.seed}-{i:02d}-{row.id}"
+        with labctl.Lab(row.path, log_dir=a.out) as lab:
+            for k in range(a.runs):
+                bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
+                time.sleep(0.3)
+        print(f"[{i + 1}/{a.paths} {time.monotonic() - t0:5.0f}s] {rid}", flush=True)
+    return 0
+
+
+def summarise(a) -> int:
+    files = sorted(str(f) for d in a.dirs for f in Path(d).glob("*.validate*.jsonl"))
+    if not files:
+        raise SystemExit("replay_corpus: no *.validate*.jsonl in " + ", ".join(map(str, a.dirs)))
+    out = subprocess.run([str(REPLAY), *files], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    runs = [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+    by_row, by_cc = collections.defaultdict(list), collections.defaultdict(list)
+    for r in runs:
+        by_row[re.sub(r"\.validate\d+\.jsonl$", "", r["run"])].append(r)
+        by_cc[r["cc"]].append(r)
+    for row, rs in by_row.items():
+        cells = [
+            f"{float(r['err_pct']):+5.1f}{'c' if r['converged'] == '1' else 'f'}@{float(r['end_t']):4.1f}s"
+            f"±{float(r['ci_pct']):.1f}"
+            for r in rs
+        ]
+        print(f"{row:46s} " + "  ".join(cells))
+    for cc, rs in sorted(by_cc.items()):
+        err = [abs(float(r["err_pct"])) for r in rs]
+        conv = [r for r in rs if r["converged"] == "1"]
+        inside = sum(
+            abs(float(r["truth_mbps"]) - float(r["pred_mbps"])) <= float(r["pred_mbps"]) * float(r["ci_pct"]) / 100
+            for r in conv
+        )
+        print(
+            f"{cc:5s} runs {len(rs):3d}  |err| median {statistics.median(err):.2f} p90 "
+            f"{bq.percentile(err, 90):.2f} p95 {bq.percentile(err, 95):.2f} max {max(err):.2f} %  "
+            f"converged {len(conv)}/{len(rs)}  inside the interval {inside}/{len(conv)}"
+        )
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect", help="record validate runs over random paths")
+    c.add_argument("--seed", type=int, default=7)
+    c.add_argument("--paths", type=int, default=26)
+    c.add_argument("--runs", type=int, default=2)
+    c.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "corpus")
+    c.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
+    s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
+    s.add_argument("dirs", nargs="+", type=Path)
+    a = ap.parse_args(argv)
+    return collect(a) if a.cmd == "collect" else summarise(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
