@@ -38,8 +38,8 @@
 #define QW_LEVEL_CHANGE 3       /* halves this many tolerances apart with the link full are
                                    the path changing (cross traffic), not noise: see
                                    level_changed_at_full_link() */
-#define QW_CLEAN_PACKETS 3000  /* at most this many loss-free packets are asked for (rules
-                                   out random loss >= 1e-3 at 95 %): see loss_free() */
+#define QW_CLEAN_PACKETS 5000  /* at most this many loss-free packets are asked for (rules
+                                   out random loss >= 1e-3 at 99.3 %): see loss_free() */
 #define BBR_UNIT 256
 #define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
 #define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
@@ -403,14 +403,16 @@ static void count_events(qw_window *w, const qw_sample *s)
  * cut again at any cwnd (at 0.1 % they halve a 100 Mbit/s x 60 ms flow's rate: on the
  * lab's lossy path windows that ended between two random losses read +70 %). A window of
  * W packets survives random loss only while p <= 1.5 / W^2 (Mathis et al.: rate = 1.22 MSS
- * / (RTT sqrt p)), and n loss-free packets rule out p >= 3 / n at 95 % ((1 - p)^n <= e^-3):
- * so 2 W^2 clean packets, W the whole cwnd (all streams: the stricter), at most
- * QW_CLEAN_PACKETS, which rules out p >= 1e-3. Rarer random loss on a large window is not
- * ruled out (it would take more packets than a 20 s run sends): such a path can read high. */
+ * / (RTT sqrt p)), and n loss-free packets rule out p >= 5 / n at 99.3 % ((1 - p)^n <=
+ * e^-5): so 10 / 3 W^2 clean packets, W the whole cwnd (all streams: the stricter), at most
+ * QW_CLEAN_PACKETS, which rules out p >= 1e-3. (At 95 %, 3,000, a lossy-path run whose
+ * 3,400 packets after a cut went loss-free by chance read +90 %.) Rarer random loss on a
+ * large window is not ruled out (that would take more packets than a 20 s run sends): such
+ * a path can read high. */
 static int loss_free(const qw_window *w, const qw_sample *s)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;
-    double need = fmin(QW_CLEAN_PACKETS, 2.0 * win * win);
+    double need = fmin(QW_CLEAN_PACKETS, 5.0 / 1.5 * win * win);
 
     return (double)(s->delivered_bytes - w->clean_from_bytes) >= need * mss;
 }

@@ -279,10 +279,11 @@ static void test_falling_peaks_are_a_transient(void)
     CHECK(w.state == QW_GAVE_UP);
 }
 
-/* A full link (queue 0.6 BDP, CUBIC) and no loss at 10 Mbit/s, 1448-byte MSS (863 packets
- * a second): the queue proves a full buffer's cut harmless, but the window waits for
- * 3,000 loss-free packets (3.5 s) to rule out random loss of 0.1 %; a retransmission at
- * 2 s starts the count again, and then 5 s is not enough. */
+/* A full link (queue 0.6 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
+ * packets a second, a window of 60): the queue proves a full buffer's cut harmless, but
+ * the window waits for 5,000 loss-free packets (2.9 s; 10 / 3 W^2 would be 12,000) to rule
+ * out random loss of 0.1 %; a retransmission at 2.5 s starts the count again, and then
+ * 5 s is not enough. */
 static void test_loss_free_packets_before_the_queue_proof(void)
 {
     qw_params p = defaults(0);
@@ -291,15 +292,15 @@ static void test_loss_free_packets_before_the_queue_proof(void)
     z.n = 0;
     g_min_rtt_us = 31250;
     for (int i = 0; i < 300; i++)
-        push(10e6, 60 * MSS, 50000, 0, QW_BBR_NONE);
+        push(20e6, 60 * MSS, 50000, 0, QW_BBR_NONE);
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
-    CHECK(qw_end_t(&w) >= 0.02 + 3000.0 * MSS * 8 / 10e6);
-    CHECK(qw_end_t(&w) < 0.02 + 3000.0 * MSS * 8 / 10e6 + 0.1);
-    CHECK_NEAR(qw_result(&w)->rate_bps, 10e6, 10e6 * 1e-3);
+    CHECK(qw_end_t(&w) >= 0.02 + 5000.0 * MSS * 8 / 20e6);
+    CHECK(qw_end_t(&w) < 0.02 + 5000.0 * MSS * 8 / 20e6 + 0.1);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 20e6, 20e6 * 1e-3);
     CHECK(k > 0);
-    for (int i = 100; i < z.n; i++)
+    for (int i = 125; i < z.n; i++)
         z.s[i].retrans = 1;
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
     feed_from(0);
@@ -469,9 +470,9 @@ static void test_recorded_quick_windows(void)
     int cut = -1, full_at = -1;
 
     /* CUBIC, one-BDP buffer: HyStart at 0.54 s, a cut at 1.78 s; the queue (RTT 111 of
-     * 70 ms min) proves the link full, but only 3,000 loss-free packets (9000-byte MTU)
-     * after the recovery rule out random loss of 0.1 %: converged after them, at 3.58 s,
-     * 20 s predicted -0.01 %. */
+     * 70 ms min) proves the link full, but only 5,000 loss-free packets (9000-byte MTU)
+     * after the recovery rule out random loss of 0.1 %: converged after them, 20 s
+     * predicted within 0.3 %. */
     pred = replay_predict("qw-cubic-1bdp.csv", 0);
     CHECK(w.state == QW_CONVERGED);
     for (int i = 0; i < z.n && z.s[i].t_s < qw_end_t(&w); i++)
@@ -479,17 +480,18 @@ static void test_recorded_quick_windows(void)
             cut = i;
     CHECK(cut > 0 && z.s[cut].t_s > 1.78);
     for (int i = cut; i < z.n && full_at < 0; i++)
-        if (z.s[i].delivered_bytes >= z.s[cut].delivered_bytes + 3000ull * 8948)
+        if (z.s[i].delivered_bytes >= z.s[cut].delivered_bytes + 5000ull * 8948)
             full_at = i;
     CHECK(full_at > 0 && qw_end_t(&w) >= z.s[full_at].t_s);
-    CHECK(qw_end_t(&w) < 3.7);
+    CHECK(qw_end_t(&w) < z.s[full_at].t_s + 0.25);
     CHECK(fabs(pred - 141480412.8) / 141480412.8 < 0.003);
     cut = full_at = -1;
     /* the same with +-2 ms jitter: slow-start ends at 0.66 s (cwnd 2.95 MB); the overshoot's
      * cut leaves cwnd below that and climbing back. The window does not end before the
-     * standing queue shows a full link (0.43 BDP); the prediction is within 0.2 %. */
+     * standing queue shows a full link (0.43 BDP); here the 5,000 clean packets do not come
+     * by 5 s and it gives up, with an estimate within 0.2 %. */
     pred = replay_predict("qw-cubic-1bdp-jitter.csv", 0);
-    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.state == QW_GAVE_UP);
     for (int i = 0; i < z.n && full_at < 0; i++) {
         if (cut < 0 && z.s[i].in_recovery && z.s[i].t_s > 0.66)
             cut = i;
