@@ -180,6 +180,23 @@ def test_full_mode_runs_the_requested_time(iperf3_server):
     assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"], rel=2e-3)
 
 
+def test_qwreplay_reproduces_the_validate_window(iperf3_server, tmp_path):
+    # bench/qwreplay.c judges window changes on recorded runs: it must feed src/quickwin.c
+    # exactly as the prober did, so its verdict on a run equals the run's own.
+    run = qp.run_qp(*target(iperf3_server), "--mode", "validate", "-t", 3)
+    v = result_of(run)["validate"]
+    rec = tmp_path / "run.jsonl"
+    rec.write_text(run.stdout)
+    out = subprocess.run([str(qp.ROOT / "prober/build/qwreplay"), str(rec)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    head, line = out.stdout.splitlines()
+    row = dict(zip(head.split("\t"), line.split("\t")))
+    assert float(row["pred_mbps"]) == pytest.approx(v["quick_bps"] / 1e6, abs=0.0005)
+    assert row["converged"] == ("1" if v["quick_converged"] else "0")
+    assert float(row["ci_pct"]) == pytest.approx(v["quick_ci_pct"], abs=0.005)
+    assert float(row["truth_mbps"]) == pytest.approx(v["full_bps"] / 1e6, abs=0.0005)
+
+
 def test_validate_mode_reports_quick_and_full_figures(iperf3_server):
     run = qp.run_qp(*target(iperf3_server), "--mode", "validate", "-t", 3)
     res = result_of(run)
