@@ -103,7 +103,7 @@ static void start(replay *r, const json_t *ev)
                         .min_s = num(params, "quick_ms") / 1000.0,
                         .max_s = num(params, "quick_max_ms") / 1000.0,
                         .sample_s = num(params, "sample_ms") / 1000.0,
-                        .beta = r->cubic ? 717.0 / 1024 : 0.5 };
+                        .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams };
 }
 
 /* Replay one file; 0, or -1 if it is not a finished validate run. */

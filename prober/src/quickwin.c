@@ -144,21 +144,27 @@ const char *qw_basis_name(qw_basis b)
 static int units_loss_cycles(const qw_window *w, int *ub, int *ue)
 {
     int u = 0, from = w->start_after_loss ? 0 : -1;
+    uint32_t at = 0, per = w->p.streams > 1 ? (uint32_t)w->p.streams : 1;
 
     /* A slice whose end shows more events than the slice before holds a reduction: the
-     * cycles run from one such slice end to the next. */
-    if (from >= 0)
+     * cycles run from one such slice end to the next. With n streams the aggregate renews
+     * only when every stream's sawtooth has: a cycle is n reductions (one per stream on
+     * average), else eight streams give three "cycles" in a fifth of a second. */
+    if (from >= 0) {
         from = w->first;
+        at = w->first ? w->s[w->first - 1].events : 0;
+    }
     for (int i = w->first; i < w->n && u < QW_MAX_SLICES; i++) {
         uint32_t before = i ? w->s[i - 1].events : 0;
 
-        if (w->s[i].events == before)
+        if (w->s[i].events == before || (from >= 0 && w->s[i].events - at < per))
             continue;
         if (from >= 0 && i + 1 > from) {
             ub[u] = from;
             ue[u++] = i + 1;
         }
         from = i + 1;
+        at = w->s[i].events;
     }
     return u;
 }

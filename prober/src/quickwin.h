@@ -29,6 +29,7 @@ typedef struct {
     double max_s;           /* ... and is given up this long after it opened */
     double sample_s;        /* sampling period: no slice is shorter */
     double beta;            /* loss-based cc's multiplicative decrease (CUBIC 0.7, Reno 0.5) */
+    int streams;            /* parallel streams the samples sum over */
 } qw_params;
 
 /* One sample, summed (or worst) over the streams. */
