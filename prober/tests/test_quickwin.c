@@ -254,6 +254,15 @@ static void test_sawtooth_uses_whole_cycles(void)
     CHECK(qw_result(&w)->basis == QW_BASIS_LOSS_CYCLES);
     CHECK(qw_result(&w)->batches >= 3);
     CHECK_NEAR(qw_result(&w)->rate_bps, 85e6, 85e6 * 0.01);
+    /* the same sum from two streams: a cycle of the sum is two reductions (1 s), and three
+     * of them take until 3 s at the earliest (one stream's cuts alone come every 0.5 s) */
+    p.streams = 2;
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    k = feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(qw_end_t(&w) >= 3.0);
+    CHECK(qw_result(&w)->basis == QW_BASIS_LOSS_CYCLES);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 85e6, 85e6 * 0.01);
 }
 
 /* The same sawtooth with its peaks falling cycle after cycle (1.0, 0.85, 0.72, ... of the
