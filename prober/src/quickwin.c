@@ -420,6 +420,10 @@ static int loss_free(const qw_window *w, const qw_sample *s)
     double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;
     double need = fmin(QW_CLEAN_PACKETS, 5.0 / 1.5 * win * win);
 
+    /* delivered counts SACKed segments x MSS, which can step back a little as they are
+     * cumulatively acked: never let that wrap */
+    if (s->delivered_bytes <= w->clean_from_bytes)
+        return 0;
     return (double)(s->delivered_bytes - w->clean_from_bytes) >= need * mss;
 }
 
