@@ -486,10 +486,11 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
 {
     const qw_estimate *e = &w->est;
 
-    /* A window that dropped a transient has seen the rate change level once; the path may
-     * be varying (cross traffic on and off), not settling: it spans twice min_s, so that a
-     * change back within that time shows in its halves or its interval. */
-    if (s->t_s - w->start_t < w->p.min_s * (w->drops ? 2 : 1) * QW_SLACK || e->ci_frac < 0)
+    /* One transient after slow-start is expected and dropped for free. A window that had
+     * to drop a second has seen the rate change level again: the path may be varying
+     * (cross traffic on and off), not settling, so it spans twice min_s, and a change back
+     * within that time shows in its halves or its interval. */
+    if (s->t_s - w->start_t < w->p.min_s * (w->drops > 1 ? 2 : 1) * QW_SLACK || e->ci_frac < 0)
         return 0;
     if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance || w->varying)
         return 0;

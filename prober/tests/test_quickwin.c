@@ -318,9 +318,9 @@ static void test_loss_free_packets_before_the_queue_proof(void)
 }
 
 /* On / off cross traffic (1 s at 100 Mbit/s, 1 s at 70 from 0.4 s on, cwnd and queue
- * unchanged): the window drops a change of level as a transient, but then has to span
- * twice min_s and sees the next change: it never reports one phase as the rate (it gives
- * up, or converges on the mean of both). With a single min_s after a drop it read 70. */
+ * unchanged): the window drops changes of level as transients, but after the second it
+ * has to span twice min_s and sees the next change: it never reports one phase as the rate
+ * (it gives up, or converges on the mean of both). */
 static void test_level_changes_are_not_dropped_twice(void)
 {
     qw_params p = defaults(0);

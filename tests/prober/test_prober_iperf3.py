@@ -122,7 +122,9 @@ def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
     assert sse["rule"] in qp.RULES
     assert res["rule"] == sse["rule"]
     assert res["slow_start_end_s"] == sse["t"]
-    assert 0.95 <= res["quick_window_s"] <= 1.5, res
+    # at least --quick-ms; twice that once a second transient was dropped (loopback's rate
+    # jumps with CPU contention)
+    assert 0.95 <= res["quick_window_s"] <= 2.5, res
     assert res["elapsed_s"] >= res["slow_start_end_s"] + 0.95
     assert res["full_bps"] is None and res["validate"] is None
     assert res["interrupted"] is False
