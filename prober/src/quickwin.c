@@ -257,17 +257,19 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
  * (Welch's t, 95 %): a change of level, not the batches' own scatter. */
 static int halves_differ(const double *bytes, const double *secs, int nb, int h)
 {
-    double m[2] = { 0, 0 }, v[2] = { 0, 0 }, se;
+    double m[2] = { 0, 0 }, v[2] = { 0, 0 }, rate[QW_MAX_BATCHES], se;
 
     if (h < 2)
         return 0;
+    for (int i = 0; i < nb; i++)
+        rate[i] = bytes[i] / secs[i];
     for (int k = 0; k < 2; k++) {
         int from = k ? nb - h : 0;
 
         for (int i = from; i < from + h; i++)
-            m[k] += bytes[i] / secs[i] / h;
+            m[k] += rate[i] / h;
         for (int i = from; i < from + h; i++)
-            v[k] += (bytes[i] / secs[i] - m[k]) * (bytes[i] / secs[i] - m[k]) / (h - 1);
+            v[k] += (rate[i] - m[k]) * (rate[i] - m[k]) / (h - 1);
     }
     se = sqrt((v[0] + v[1]) / h);
     if (se <= 0)

@@ -228,6 +228,24 @@ static void test_random_loss_voids_queue_proof(void)
     g_min_rtt_us = 0;
 }
 
+/* Fill z with 6 s of a sawtooth: a congestion event every 0.5 s at the top of each cycle
+ * (rate 70 -> 100 Mbit/s, cwnd 300 -> 600 MSS, the queue growing over the cycle), every
+ * cycle's peak fall x the one before (1.0: level). */
+static void push_sawtooth(double fall)
+{
+    z.n = 0;
+    g_min_rtt_us = 50000;
+    for (int i = 0; i < 300; i++) {
+        int ph = (i + 7) % 25, cyc = (i + 7) / 25;
+        double top = pow(fall, cyc);
+
+        push((70e6 + 30e6 * ph / 24.0) * top, (uint64_t)((300 + 300 * ph / 24.0) * top) * MSS,
+             (uint32_t)(50000 * (1.0 + 0.5 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
+             QW_BBR_NONE);
+    }
+    g_min_rtt_us = 0;
+}
+
 /* A sawtooth with a congestion event every 0.5 s: batches are whole cycles and the
  * estimate is the cycle average, whatever the phase the window started in. */
 static void test_sawtooth_uses_whole_cycles(void)
@@ -235,18 +253,7 @@ static void test_sawtooth_uses_whole_cycles(void)
     qw_params p = defaults(0);
     int k;
 
-    z.n = 0;
-    g_min_rtt_us = 50000;
-    for (int i = 0; i < 300; i++) {
-        int ph = (i + 7) % 25;          /* 25 samples = 0.5 s per cycle */
-        double rate = 70e6 + 30e6 * ph / 24.0;
-
-        /* the queue grows over the cycle and each cut comes at its top */
-        push(rate, (uint64_t)(300 + 300 * ph / 24.0) * MSS,
-             (uint32_t)(50000 * (1.0 + 0.5 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
-             QW_BBR_NONE);
-    }
-    g_min_rtt_us = 0;
+    push_sawtooth(1.0);
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
@@ -272,17 +279,7 @@ static void test_falling_peaks_are_a_transient(void)
 {
     qw_params p = defaults(0);
 
-    z.n = 0;
-    g_min_rtt_us = 50000;
-    for (int i = 0; i < 300; i++) {
-        int ph = (i + 7) % 25, cyc = (i + 7) / 25;
-        double top = pow(0.85, cyc);
-
-        push((70e6 + 30e6 * ph / 24.0) * top, (uint64_t)((300 + 300 * ph / 24.0) * top) * MSS,
-             (uint32_t)(50000 * (1.0 + 0.5 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
-             QW_BBR_NONE);
-    }
-    g_min_rtt_us = 0;
+    push_sawtooth(0.85);
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     feed_from(0);
     CHECK(w.state == QW_GAVE_UP);
