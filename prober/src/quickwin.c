@@ -359,10 +359,23 @@ static double queue_bdps(const qw_window *w, const qw_sample *s)
     return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
 }
 
+/* 1 if a loss recovery at s keeps the window from starting or stopping there. A
+ * loss-based cc cuts cwnd in it: a transient. So does BBR's STARTUP, whose recoveries
+ * are its overshoot of the buffer. In PROBE_BW they are not: BBR's rate is its model's
+ * (bandwidth x gain), which "does not react directly to packet losses" (tcp_bbr.c); in a
+ * recovery it only holds cwnd near what is in flight for a round, and the delivered
+ * count (acked + SACKed) runs on. On a lossy path, a shallow buffer or with several
+ * streams some BBR stream is in a recovery nearly all the time: that is its steady
+ * state, and waiting for a moment without one left such windows unstarted for 5 s. */
+static int recovery_blocks(const qw_window *w, const qw_sample *s)
+{
+    return s->in_recovery && !(w->p.bbr && s->bbr_mode == QW_BBR_PROBE_BW);
+}
+
 /* Start measuring at s if it is a steady moment; 1 if started. */
 static int try_start(qw_window *w, const qw_sample *s)
 {
-    if (s->in_recovery || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT)
+    if (recovery_blocks(w, s) || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT)
         return 0;
     w->started = 1;
     w->start_t = w->slice_t0 = s->t_s;
@@ -496,7 +509,7 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
         return 0;
     if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance || w->varying)
         return 0;
-    if (e->basis != QW_BASIS_LOSS_CYCLES && s->in_recovery)
+    if (e->basis != QW_BASIS_LOSS_CYCLES && recovery_blocks(w, s))
         return 0;
     /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut): the
      * rate climbs with it until a standing queue shows the link is full (from there on a

@@ -390,6 +390,46 @@ static void test_noisy_rate_gives_up(void)
     CHECK(qw_result(&w)->ci_frac > 0.03);
 }
 
+/* BBR on a lossy path (or with several streams): some stream is in a loss recovery in 3 of
+ * every 4 samples, none lasting 100 ms, while the delivery rate stays at the link's. BBR's
+ * rate in PROBE_BW is its model's, which losses do not lower: the window starts at the
+ * first PROBE_BW sample, recovery or not, and converges on the link's rate (and may stop
+ * in a recovery). The same series from a loss-based cc, or from BBR still in STARTUP,
+ * starts only between recoveries. */
+static void test_bbr_recovery_is_steady_state(void)
+{
+    qw_params p = defaults(1);
+    int k;
+
+    z.n = 0;
+    for (int i = 0; i < 5; i++)
+        push(80e6, 300 * MSS, 20000, 1, QW_BBR_DRAIN);
+    for (int i = 0; i < 300; i++)
+        push(100e6, 400 * MSS, 20000, i % 4 != 3, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.1, 300 * MSS, 1);
+    k = feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_start_t(&w), z.s[5].t_s, 1e-12);
+    CHECK(z.s[5].in_recovery);
+    CHECK(qw_result(&w)->basis == QW_BASIS_BBR_CYCLES);
+    CHECK(qw_result(&w)->batches >= 3);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 0.01);
+    /* 3 cycles of 8 x 20 ms do not make --quick-ms: it ends at the first slice past 1 s */
+    CHECK(qw_end_t(&w) - qw_start_t(&w) >= 0.95 && qw_end_t(&w) - qw_start_t(&w) < 1.1);
+    CHECK(k > 0 && z.s[k].in_recovery);
+    p = defaults(0);
+    qw_open(&w, &p, 0.1, 300 * MSS, 1);
+    feed_from(0);
+    CHECK_NEAR(qw_start_t(&w), z.s[8].t_s, 1e-12);
+    /* in STARTUP a recovery is the buffer's overshoot: BBR too waits it out */
+    for (int i = 5; i < z.n; i++)
+        z.s[i].bbr_mode = QW_BBR_STARTUP;
+    p = defaults(1);
+    qw_open(&w, &p, 0.1, 300 * MSS, 1);
+    feed_from(0);
+    CHECK_NEAR(qw_start_t(&w), z.s[8].t_s, 1e-12);
+}
+
 /* A window that never finds a steady moment (recovery throughout) gives up empty. */
 static void test_never_started(void)
 {
@@ -556,6 +596,7 @@ int main(int argc, char **argv)
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();
     test_bbr_probe_rtt_excluded();
+    test_bbr_recovery_is_steady_state();
     test_noisy_rate_gives_up();
     test_never_started();
     test_recorded_quick_windows();
