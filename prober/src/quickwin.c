@@ -43,6 +43,7 @@
 #define BBR_UNIT 256
 #define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
 #define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
+#define BBR_CWND_MIN_PACKETS 4  /* tcp_bbr.c: bbr_cwnd_min_target, cwnd in PROBE_RTT */
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -631,6 +632,24 @@ const qw_estimate *qw_result(const qw_window *w)
     return &w->est;
 }
 
+/* The share of the link a PROBE_RTT visit leaves idle. It does not stop the flow: each
+ * stream keeps 4 packets in flight (tcp_bbr.c, bbr_cwnd_min_target), which deliver
+ * 4 x MSS x streams per min RTT; only the rest of the BDP goes unfilled. With jumbo
+ * frames, a short RTT or several streams that is far from all of it (8 streams of 9000
+ * bytes on a 150 Mbit/s x 30 ms path kept two thirds of the rate through the visit). With
+ * several streams out of step, each visit costs that stream's share less its 4 packets:
+ * the same sum. */
+static double probe_rtt_shortfall(const qw_window *w, double min_rtt_s)
+{
+    double bdp = w->est.rate_bps / 8.0 * min_rtt_s;
+    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+
+    if (bdp <= 0)
+        return 1;
+    return fmax(0, 1 - BBR_CWND_MIN_PACKETS * mss * streams / bdp);
+}
+
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
 qw_prediction qw_predict(const qw_window *w, double full_s)
 {
@@ -646,9 +665,11 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     /* BBR re-probes its min RTT when the estimate is 10 s old: cwnd 4 packets for 200 ms
      * and about a round, and the 10 s start again after it; the window left it out. */
     if (w->p.bbr) {
-        double prt = BBR_PROBE_RTT_S + (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+        double mrtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+        double prt = BBR_PROBE_RTT_S + mrtt;
 
-        p.probe_rtt_s = floor(full_s / (BBR_MIN_RTT_WIN_S + prt)) * prt;
+        p.probe_rtt_s = floor(full_s / (BBR_MIN_RTT_WIN_S + prt)) * prt *
+                        probe_rtt_shortfall(w, mrtt);
     }
     p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);

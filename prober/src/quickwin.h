@@ -85,7 +85,9 @@ typedef struct {
 typedef struct {
     double rate_bps;
     double ci_frac;         /* < 0 when the estimate has no interval */
-    double probe_rtt_s;     /* PROBE_RTT time such a run would spend (BBR) */
+    double probe_rtt_s;     /* steady-rate seconds such a run loses to PROBE_RTT (BBR):
+                               its visits' time x the share of the BDP that 4 packets a
+                               stream leave unfilled */
 } qw_prediction;
 
 /* Window state; fields private to quickwin.c. */
@@ -145,7 +147,8 @@ double qw_end_t(const qw_window *w);
 
 /* The figure a full run of full_s seconds on this connection would report: what was
  * delivered before the window started, plus the window's steady rate for the rest of the
- * time (for BBR less the PROBE_RTT visits such a run makes: 200 ms every 10 s). */
+ * time (for BBR less what its PROBE_RTT visits cost: 200 ms and a round every 10 s at 4
+ * packets a stream). */
 qw_prediction qw_predict(const qw_window *w, double full_s);
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */

@@ -367,6 +367,37 @@ static void test_bbr_probe_rtt_excluded(void)
     CHECK(k > 50);
 }
 
+/* The prediction's PROBE_RTT cost: one visit (200 ms and a min RTT) in a 20 s run, of
+ * which only the share of the BDP that 4 packets a stream leave unfilled is lost. One
+ * stream of 1448-byte packets on 100 Mbit/s x 20 ms (BDP 250,000 bytes) loses 97.7 % of
+ * it; eight streams of 8948-byte packets keep 286,336 bytes in flight, more than the BDP:
+ * nothing is lost. */
+static void test_bbr_probe_rtt_cost(void)
+{
+    qw_params p = defaults(1);
+    double one, eight, r, sf;
+
+    z.n = 0;
+    for (int i = 0; i < 200; i++)
+        push(100e6, 400 * MSS, 20000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    r = qw_result(&w)->rate_bps;
+    one = qw_predict(&w, 20).rate_bps;
+    sf = 1 - 4.0 * MSS / (r / 8 * 0.02);
+    CHECK_NEAR(sf, 0.9768, 1e-3);
+    CHECK_NEAR(qw_predict(&w, 20).probe_rtt_s, 0.22 * sf, 1e-9);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].mss_bytes = 8948;
+    p.streams = 8;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    eight = qw_predict(&w, 20).rate_bps;
+    CHECK_NEAR(qw_predict(&w, 20).probe_rtt_s, 0, 0);
+    CHECK_NEAR(eight - one, r * 0.22 * sf / 20.02, 1e-3);
+}
+
 /* A rate that swings by up to +-40 % at random, holding each level for 0.4 s (slow
  * swings: neighbouring slices are strongly correlated, so a per-slice interval would be far
  * too narrow), never converges: the window gives up at max_s and still reports what it
@@ -597,6 +628,7 @@ int main(int argc, char **argv)
     test_random_loss_voids_queue_proof();
     test_bbr_probe_rtt_excluded();
     test_bbr_recovery_is_steady_state();
+    test_bbr_probe_rtt_cost();
     test_noisy_rate_gives_up();
     test_never_started();
     test_recorded_quick_windows();
