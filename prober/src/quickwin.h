@@ -68,6 +68,7 @@ typedef struct {
     uint32_t events;        /* congestion events counted since the window started, at t1 */
     int excluded;           /* PROBE_RTT (or the round right after it): not steady state */
     double q_min;           /* smallest standing queue in it, in BDPs */
+    int probe_bw;           /* BBR in PROBE_BW (every stream) throughout it */
 } qw_slice;
 
 /* The current estimate (also valid while still open). */
@@ -116,6 +117,7 @@ typedef struct {
     int varying;                /* the rate changed level with the link full throughout */
     int halves_differ;          /* the last estimate's halves differ beyond their scatter */
     double slice_qmin;          /* smallest queue in the current slice, in BDPs */
+    int slice_not_bw;           /* a sample of the current slice was not in PROBE_BW */
     uint64_t run_peak;          /* largest cwnd since the last congestion event */
     int npeaks;                 /* cwnd peaks that congestion events cut, and the slice */
     uint64_t peak[QW_MAX_PEAKS];    /* each fell in (the first counted cycle's: w->first) */

@@ -367,6 +367,31 @@ static void test_bbr_probe_rtt_excluded(void)
     CHECK(k > 50);
 }
 
+/* BBR in PROBE_BW throughout, 150 Mbit/s for the window's first 0.5 s and 250 after (cross
+ * traffic left): the level change is the path's, not a transient of BBR's own, and may come
+ * back at any time: the window does not converge (dropping the low part as a transient
+ * read +23 % on such a path). The same rise inside BBR's STARTUP, before PROBE_BW, is
+ * BBR's own ramp: dropped, and the window converges on 250. */
+static void test_bbr_level_change_is_the_path(void)
+{
+    qw_params p = defaults(1);
+
+    z.n = 0;
+    for (int i = 0; i < 300; i++)
+        push(i < 25 ? 150e6 : 250e6, 400 * MSS, 60000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.varying);
+    CHECK(w.state == QW_GAVE_UP);
+    for (int i = 0; i < 25; i++)
+        z.s[i].bbr_mode = QW_BBR_STARTUP;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(!w.varying);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 250e6, 250e6 * 0.01);
+}
+
 /* The prediction's PROBE_RTT cost: one visit (200 ms and a min RTT) in a 20 s run, of
  * which only the share of the BDP that 4 packets a stream leave unfilled is lost. One
  * stream of 1448-byte packets on 100 Mbit/s x 20 ms (BDP 250,000 bytes) loses 97.7 % of
@@ -629,6 +654,7 @@ int main(int argc, char **argv)
     test_bbr_probe_rtt_excluded();
     test_bbr_recovery_is_steady_state();
     test_bbr_probe_rtt_cost();
+    test_bbr_level_change_is_the_path();
     test_noisy_rate_gives_up();
     test_never_started();
     test_recorded_quick_windows();
