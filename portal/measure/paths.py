@@ -15,7 +15,7 @@ import statistics
 import zoneinfo
 
 from django.db import connection
-from django.db.models import Count, F, Max, Min, Q, Sum, Window
+from django.db.models import Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When, Window
 from django.db.models.functions import Abs, ExtractHour, RowNumber
 from django.utils import timezone
 
@@ -298,22 +298,37 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
         created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False
     )
     points = [
-        {"x": full, "y": quick, "error_pct": err, "ci_pct": ci, "slug": slug}
-        for full, quick, err, ci, slug in validate.order_by("-created_at").values_list(
-            "full_bps", "validate_quick_bps", "validate_error_pct", "validate_quick_ci_pct", "slug"
+        {"x": full, "y": quick, "error_pct": err, "ci_pct": ci, "converged": conv, "slug": slug}
+        for full, quick, err, ci, conv, slug in validate.order_by("-created_at").values_list(
+            "full_bps",
+            "validate_quick_bps",
+            "validate_error_pct",
+            "validate_quick_ci_pct",
+            "validate_quick_converged",
+            "slug",
         )[:limit]
     ]
+    # The error of what quick mode reports: an estimate that did not converge is never the
+    # result, the full run it falls back to is (prober/EVENTS.md), so such a run counts 0, as
+    # bench-quick counts it. Its own estimate stays on the scatter, marked as not converged.
+    reported = Case(
+        When(validate_quick_converged=False, then=Value(0.0)),
+        default=Abs("validate_error_pct"),
+        output_field=FloatField(),
+    )
+    fell_back = Count("pk", filter=Q(validate_quick_converged=False))
     if connection.vendor == "postgresql":
         error = validate.aggregate(
-            n=Count("pk"),
-            median=Percentile(Abs("validate_error_pct"), 0.5),
-            p90=Percentile(Abs("validate_error_pct"), 0.9),
+            n=Count("pk"), fell_back=fell_back, median=Percentile(reported, 0.5), p90=Percentile(reported, 0.9)
         )
     else:
         # No ordered-set aggregates (SQLite, make run's default): the plotted points' errors.
-        errors = sorted(abs(p["error_pct"]) for p in points if p["error_pct"] is not None)
+        errors = sorted(
+            0.0 if p["converged"] is False else abs(p["error_pct"]) for p in points if p["error_pct"] is not None
+        )
         error = {
             "n": len(errors),
+            "fell_back": sum(p["converged"] is False for p in points),
             "median": statistics.median(errors) if errors else None,
             "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         }

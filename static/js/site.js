@@ -135,13 +135,21 @@
   function fig7Chart(points) {
     var max = 0;
     points.forEach(function (p) { max = Math.max(max, p.x, p.y * (1 + (p.ci_pct || 0) / 100)); });
+    // An estimate that did not converge was never the result (the full run was): drawn apart.
+    var datasets = [
+      scatter("validate run", points.filter(function (p) { return p.converged !== false; }),
+              QP.palette[0], "circle", { errorBars: true, pointRadius: 3.5 }),
+      { label: "quick = full", data: [{ x: 0, y: 0 }, { x: max, y: max }], showLine: true, pointRadius: 0,
+        borderColor: "#868e96", borderDash: [5, 4], borderWidth: 1 }
+    ];
+    var unsettled = points.filter(function (p) { return p.converged === false; });
+    if (unsettled.length) {
+      datasets.push(scatter("validate run, not converged (full run reported)", unsettled, QP.palette[4],
+                            "crossRot", { errorBars: true, pointRadius: 4 }));
+    }
     new Chart(document.getElementById("chart-fig7"), {
       type: "scatter",
-      data: { datasets: [
-        scatter("validate run", points, QP.palette[0], "circle", { errorBars: true, pointRadius: 3.5 }),
-        { label: "quick = full", data: [{ x: 0, y: 0 }, { x: max, y: max }], showLine: true, pointRadius: 0,
-          borderColor: "#868e96", borderDash: [5, 4], borderWidth: 1 }
-      ] },
+      data: { datasets: datasets },
       options: {
         animation: false, parsing: false, maintainAspectRatio: false,
         scales: {

@@ -55,7 +55,12 @@ def _sweep(site, vantage, now):
             quick_bps=full * (1 + err / 100),
             cumulative_bps=full,
             full_bps=full,
-            validate={"quick_bps": full * (1 + err / 100), "error_pct": err, "quick_ci_pct": 2.0},
+            validate={
+                "quick_bps": full * (1 + err / 100),
+                "error_pct": err,
+                "quick_ci_pct": 2.0,
+                "quick_converged": err != 5.0,
+            },
         )
         made.append(
             factories.make_done_measurement(
@@ -116,9 +121,11 @@ def test_path_page_analyses_drawn_and_grid_leads_there(watched_page, live_server
     assert len(profile) == 5 and all(ds["points"] == 24 for ds in profile)
     assert "America/New_York" in page.inner_text("figure:has(#chart-profile) figcaption")
     fig7 = {ds["label"]: ds for ds in wait_for_chart(page, "chart-fig7")}
-    assert fig7["validate run"]["points"] == 4 and fig7["validate run"]["pixels"] > 20
+    assert fig7["validate run"]["points"] == 3 and fig7["validate run"]["pixels"] > 20
+    assert fig7["validate run, not converged (full run reported)"]["points"] == 1
     text = page.inner_text("#quick-vs-full")
-    assert "4 validate runs" in text and "median |error| 2.5 %" in text
+    # errors 2, -3, -1 and a +5 % estimate that did not converge (quick mode reported the full run: 0)
+    assert "4 validate runs" in text and "median |error| 1.5 %" in text and "1 did not converge" in text
     watched_page.screenshot("path-page")
 
     # The grid: two cells for the one site; the far path is flagged; a cell opens its path.

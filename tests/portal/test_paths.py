@@ -141,9 +141,50 @@ def test_quick_vs_full_error_and_savings(site, vantage):
     assert q["error"]["median"] == pytest.approx(3.0)
     assert q["error"]["p90"] == pytest.approx(7.6)  # percentile_cont(0.9) of 1, 2, 3, 4, 10
     assert sorted(p["error_pct"] for p in q["points"]) == [-4.0, -2.0, 1.0, 3.0, 10.0]
-    assert q["points"][0] == {"x": 100e6, "y": 101e6, "error_pct": 1.0, "ci_pct": 2.0, "slug": q["points"][0]["slug"]}
+    assert q["points"][0] == {
+        "x": 100e6,
+        "y": 101e6,
+        "error_pct": 1.0,
+        "ci_pct": 2.0,
+        "converged": None,
+        "slug": q["points"][0]["slug"],
+    }
+    assert q["error"]["fell_back"] == 0
     assert q["saved"]["n"] == 2 and q["saved"]["time_s"] == pytest.approx(17) and q["saved"]["bytes"] == 4000
     assert q["saved"]["time_pct"] == pytest.approx(85.0)
+
+
+def test_quick_vs_full_counts_an_unconverged_estimate_as_its_fallback(site, vantage):
+    # Quick mode reports the full run when its estimate did not converge: that run's error is
+    # 0 in the summary (as bench-quick counts it), while its +40 % estimate stays plotted, marked.
+    for i, (err, converged) in enumerate(((1.0, True), (-2.0, True), (40.0, False), (3.0, None))):
+        full = 100e6
+        result = factories.sample_result_event(
+            mode="validate",
+            quick_bps=None,
+            full_bps=full,
+            cumulative_bps=full,
+            time_saved_pct=None,
+            validate={
+                "quick_bps": full * (1 + err / 100),
+                "error_pct": err,
+                "quick_ci_pct": 2.0,
+                "quick_converged": converged,
+            },
+        )
+        factories.make_done_measurement(
+            site=site, vantage=vantage, mode="validate", result=result, created_at=NOW - datetime.timedelta(minutes=i)
+        )
+    q = paths.quick_vs_full(site.pk, vantage.pk)
+    assert q["error"]["n"] == 4 and q["error"]["fell_back"] == 1
+    assert q["error"]["median"] == pytest.approx(1.5)  # of 0, 1, 2, 3
+    assert q["error"]["p90"] == pytest.approx(2.7)  # percentile_cont(0.9) of 0, 1, 2, 3
+    assert sorted((p["error_pct"], p["converged"]) for p in q["points"]) == [
+        (-2.0, True),
+        (1.0, True),
+        (3.0, None),
+        (40.0, False),
+    ]
 
 
 def test_chart_points_keep_modes_apart_with_error_bars(site, vantage, make_vantage):
