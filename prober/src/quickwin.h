@@ -149,8 +149,8 @@ double qw_end_t(const qw_window *w);
 
 /* The figure a full run of full_s seconds on this connection would report: what was
  * delivered before the window started, plus the window's steady rate for the rest of the
- * time (for BBR less what its PROBE_RTT visits cost: 200 ms and a round every 10 s at 4
- * packets a stream). */
+ * time (for BBR less what its PROBE_RTT visits cost: every 10 s, 4 packets a stream for the
+ * whole rounds that cover 200 ms, and a round to refill the pipe). */
 qw_prediction qw_predict(const qw_window *w, double full_s);
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */

@@ -423,6 +423,31 @@ static void test_bbr_probe_rtt_cost(void)
     CHECK_NEAR(eight - one, r * 0.22 * sf / 20.02, 1e-3);
 }
 
+/* A PROBE_RTT visit holds 4 packets for whole rounds: BBR looks for its end only on an ACK,
+ * and at 4 packets in flight those come once a round. At 180 ms the hold is 2 rounds (the
+ * first ACK after 200 ms), 360 ms, plus the round that refills the pipe: 0.54 s, not the
+ * 0.38 of 200 ms + a round. At 250 ms one round is more than 200 ms: 0.25 + 0.25 s. */
+static void test_bbr_probe_rtt_whole_rounds(void)
+{
+    const double rtt_s[] = { 0.18, 0.25 }, visit_s[] = { 0.54, 0.50 };
+
+    for (int k = 0; k < 2; k++) {
+        qw_params p = defaults(1);
+        double r, sf;
+
+        p.max_s = 8;
+        z.n = 0;
+        for (int i = 0; i < 400; i++)
+            push(150e6, 8000 * MSS, (uint32_t)(rtt_s[k] * 1e6), 0, QW_BBR_PROBE_BW);
+        qw_open(&w, &p, 0.0, 8000 * MSS, 0);
+        feed_from(0);
+        CHECK(w.state == QW_CONVERGED);
+        r = qw_result(&w)->rate_bps;
+        sf = 1 - 4.0 * MSS / (r / 8 * rtt_s[k]);
+        CHECK_NEAR(qw_predict(&w, 20).probe_rtt_s, visit_s[k] * sf, 1e-9);
+    }
+}
+
 /* A rate that swings by up to +-40 % at random, holding each level for 0.4 s (slow
  * swings: neighbouring slices are strongly correlated, so a per-slice interval would be far
  * too narrow), never converges: the window gives up at max_s and still reports what it
@@ -654,6 +679,7 @@ int main(int argc, char **argv)
     test_bbr_probe_rtt_excluded();
     test_bbr_recovery_is_steady_state();
     test_bbr_probe_rtt_cost();
+    test_bbr_probe_rtt_whole_rounds();
     test_bbr_level_change_is_the_path();
     test_noisy_rate_gives_up();
     test_never_started();
