@@ -116,6 +116,8 @@ typedef struct {
     int drops;                  /* transients dropped from the window's start */
     int varying;                /* the rate changed level with the link full throughout */
     int halves_differ;          /* the last estimate's halves differ beyond their scatter */
+    int tail_above;             /* loss cycles: the part after the last cut runs faster
+                                   than a cycle's start can (see tail_above_cycles()) */
     double slice_qmin;          /* smallest queue in the current slice, in BDPs */
     int slice_not_bw;           /* a sample of the current slice was not in PROBE_BW */
     uint64_t run_peak;          /* largest cwnd since the last congestion event */

@@ -340,6 +340,44 @@ static void test_level_changes_are_not_dropped_twice(void)
     feed_from(0);
     CHECK(w.varying);
     CHECK(w.state == QW_GAVE_UP);
+    /* the same with the queue gone for a sample at each change (the cross traffic's share
+     * drains before the flow's cwnd refills it): the link is still full in most slices of
+     * each half, and the change is still the path's */
+    for (int i = 20; i < z.n; i += 50)
+        z.s[i].rtt_us = z.s[i + 1].rtt_us = 31250;
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.varying);
+    CHECK(w.state == QW_GAVE_UP);
+    g_min_rtt_us = 0;
+}
+
+/* Three whole loss cycles at 60 Mbit/s (a cut every 0.3 s, the link full), then from
+ * 1.26 s 100 Mbit/s and no cut: the part after the last cut runs far faster than any
+ * cycle's start can, so the window does not converge on the cycles; without the jump it
+ * converges on them at min_s. */
+static void test_tail_faster_than_cycles_holds_window(void)
+{
+    qw_params p = defaults(0);
+
+    p.min_s = 1.5;
+    for (int jump = 1; jump >= 0; jump--) {
+        z.n = 0;
+        g_min_rtt_us = 31250;
+        for (int i = 0; i < 300; i++)
+            push(jump && i >= 62 ? 100e6 : 60e6, 600 * MSS, 50000, i <= 60 && i % 15 == 0,
+                 QW_BBR_NONE);
+        qw_open(&w, &p, 0.0, 600 * MSS, 0);
+        feed_from(0);
+        if (jump) {
+            CHECK(w.state == QW_GAVE_UP);
+            continue;
+        }
+        CHECK(w.state == QW_CONVERGED);
+        CHECK(qw_result(&w)->basis == QW_BASIS_LOSS_CYCLES);
+        CHECK_NEAR(qw_result(&w)->rate_bps, 60e6, 60e6 * 0.01);
+        CHECK(qw_end_t(&w) < 1.6);
+    }
     g_min_rtt_us = 0;
 }
 
@@ -680,6 +718,7 @@ int main(int argc, char **argv)
     test_bbr_recovery_is_steady_state();
     test_bbr_probe_rtt_cost();
     test_bbr_probe_rtt_whole_rounds();
+    test_tail_faster_than_cycles_holds_window();
     test_bbr_level_change_is_the_path();
     test_noisy_rate_gives_up();
     test_never_started();
