@@ -65,16 +65,24 @@
     return Object.assign(ds, extra || {});
   }
 
+  // Quick estimates with their error bars, split by convergence: one that did not converge
+  // was never shown as a plain number, so it is its own, marked dataset (null when none).
+  function quickSets(points, label, unsettledLabel, radius) {
+    var unsettled = points.filter(function (p) { return p.converged === false; });
+    return {
+      settled: scatter(label, points.filter(function (p) { return p.converged !== false; }), QP.palette[0],
+                       "circle", { errorBars: true, pointRadius: radius }),
+      unsettled: unsettled.length ? scatter(unsettledLabel, unsettled, QP.palette[4], "crossRot",
+                                            { errorBars: true, pointRadius: 4 }) : null
+    };
+  }
+
   function throughputChart(data) {
-    var converged = data.quick.filter(function (p) { return p.converged !== false; });
-    var unsettled = data.quick.filter(function (p) { return p.converged === false; });
-    var datasets = [scatter("quick", converged, QP.palette[0], "circle", { errorBars: true }),
+    var quick = quickSets(data.quick, "quick", "quick, not converged", 2.5);
+    var datasets = [quick.settled,
                     scatter("full", data.full, QP.palette[1], "triangle"),
                     scatter("validate", data.validate, QP.palette[3], "rectRot")];
-    if (unsettled.length) {
-      datasets.push(scatter("quick, not converged", unsettled, QP.palette[4], "crossRot",
-                            { errorBars: true, pointRadius: 4 }));
-    }
+    if (quick.unsettled) datasets.push(quick.unsettled);
     new Chart(document.getElementById("chart-throughput"), {
       type: "scatter", data: { datasets: datasets }, options: timeOptions("bit/s", QP.bps), plugins: [errorBars]
     });
@@ -136,17 +144,13 @@
     var max = 0;
     points.forEach(function (p) { max = Math.max(max, p.x, p.y * (1 + (p.ci_pct || 0) / 100)); });
     // An estimate that did not converge was never the result (the full run was): drawn apart.
+    var runs = quickSets(points, "validate run", "validate run, not converged (full run reported)", 3.5);
     var datasets = [
-      scatter("validate run", points.filter(function (p) { return p.converged !== false; }),
-              QP.palette[0], "circle", { errorBars: true, pointRadius: 3.5 }),
+      runs.settled,
       { label: "quick = full", data: [{ x: 0, y: 0 }, { x: max, y: max }], showLine: true, pointRadius: 0,
         borderColor: "#868e96", borderDash: [5, 4], borderWidth: 1 }
     ];
-    var unsettled = points.filter(function (p) { return p.converged === false; });
-    if (unsettled.length) {
-      datasets.push(scatter("validate run, not converged (full run reported)", unsettled, QP.palette[4],
-                            "crossRot", { errorBars: true, pointRadius: 4 }));
-    }
+    if (runs.unsettled) datasets.push(runs.unsettled);
     new Chart(document.getElementById("chart-fig7"), {
       type: "scatter",
       data: { datasets: datasets },
