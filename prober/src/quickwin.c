@@ -241,9 +241,10 @@ static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
     return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE * w->p.tolerance);
 }
 
-/* Choose the basis and form the batches; returns the batch count (0 if none). */
-static int form_batches(qw_window *w, qw_basis *basis, double *bytes, double *secs,
-                        int *first)
+/* Choose the basis and form the batches; returns the batch count (0 if none). On the
+ * loss-cycle basis *tail_from is the first slice after the last whole cycle. */
+static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, double *secs,
+                        int *first, int *tail_from)
 {
     static int ub[QW_MAX_SLICES], ue[QW_MAX_SLICES];
     int nu, min_b, per;
@@ -256,13 +257,10 @@ static int form_batches(qw_window *w, qw_basis *basis, double *bytes, double *se
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
     } else if ((nu = units_loss_cycles(w, ub, ue)) >= QW_MIN_CYCLE_BATCHES) {
-        double b = 0, t = 0;
-
         *basis = QW_BASIS_LOSS_CYCLES;
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
-        unit_sum(w, ub[0], ue[nu - 1], &b, &t);
-        w->tail_above = t > 0 && tail_above_cycles(w, ue[nu - 1], b / t);
+        *tail_from = ue[nu - 1];
     } else {
         *basis = QW_BASIS_TIME;
         nu = units_of_time(w, 0, ub, ue);
@@ -306,19 +304,18 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
 {
     double bytes[QW_MAX_BATCHES], secs[QW_MAX_BATCHES], b1 = 0, s1 = 0, b2 = 0, s2 = 0;
     qw_basis basis = QW_BASIS_NONE;
-    int first[QW_MAX_BATCHES];
-    int nb, full, h;
-
-    w->tail_above = 0;
-    nb = form_batches(w, &basis, bytes, secs, first);
-    full = nb > 0;
+    int first[QW_MAX_BATCHES], tail_from = 0;
+    int nb = form_batches(w, &basis, bytes, secs, first, &tail_from), full = nb > 0, h;
     double ci, r;
 
+    w->tail_above = 0;
     if (nb < 0)
         nb = -nb;
     if (nb == 0)
         return 0;
     r = qw_batch_ci(bytes, secs, nb, &ci);
+    /* the batches hold every whole cycle, so r is the cycles' rate */
+    w->tail_above = basis == QW_BASIS_LOSS_CYCLES && tail_above_cycles(w, tail_from, r);
     w->est.rate_bps = r * 8.0;
     w->est.ci_frac = ci;
     w->est.batches = nb;
