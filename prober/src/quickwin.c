@@ -298,6 +298,75 @@ static int halves_differ(const double *bytes, const double *secs, int nb, int h)
     return fabs(m[1] - m[0]) / se > qw_t95(2 * h - 2);
 }
 
+/* 1 if more than half of the counted slices [from, to) held a standing queue of
+ * (1 - beta) / beta BDP: a cut there leaves the link full. */
+static int mostly_full(const qw_window *w, int from, int to)
+{
+    int full = 0, all = 0;
+
+    for (int i = from; i < to; i++) {
+        if (w->s[i].excluded)
+            continue;
+        all++;
+        full += w->s[i].q_min >= (1.0 - w->p.beta) / w->p.beta;
+    }
+    return all > 0 && 2 * full > all;
+}
+
+/* 1 if slices [from, to) ran at a level the batches (rate r) do not: apart by more than
+ * QW_LEVEL_CHANGE tolerances and beyond the batches' scatter scaled to their length (a
+ * stretch's mean varies as a batch's does, by length; the batches' mean too; 95 %). */
+static int stretch_differs(const qw_window *w, int from, int to, const double *bytes,
+                           const double *secs, int nb, double r)
+{
+    double hb = 0, hs = 0, tb = 0, var = 0;
+
+    if (nb < 2 || to <= from)
+        return 0;
+    unit_sum(w, from, to, &hb, &hs);
+    if (hs <= 0 || fabs(hb / hs - r) <= QW_LEVEL_CHANGE * w->p.tolerance * r)
+        return 0;
+    for (int i = 0; i < nb; i++) {
+        tb += secs[i] / nb;
+        var += (bytes[i] / secs[i] - r) * (bytes[i] / secs[i] - r) / (nb - 1);
+    }
+    return fabs(hb / hs - r) > qw_t95(nb - 1) * sqrt(var * tb / hs + var / nb);
+}
+
+/* Loss-based cc: 1 if the slices since measuring began that no batch counts ([0, upto):
+ * transients dropped after slow-start, the part before the first whole cycle) ran at a
+ * level the batches do not (stretch_differs), while a standing queue kept the link full
+ * through most of them (mostly_full). At a full link the flow's rate is the link's share
+ * whatever its cwnd does, so that part was no transient of the flow's own: the path's
+ * share changed (cross traffic on or off) and may change back. (An off-matrix path, Reno
+ * at 5 Mbit/s x 30 ms, 2.5 BDP buffer, 40 % cross traffic 2 s on / 3 s off: the window
+ * dropped the on phase's 2.9 Mbit/s as transients, counted whole loss cycles from 1.5 s
+ * on, all in the off phase, and converged on 4.8: +16.6 %.) */
+static int head_differs(const qw_window *w, int upto, const double *bytes, const double *secs,
+                        int nb, double r)
+{
+    if (w->p.bbr || w->p.beta <= 0 || upto < 2 || !mostly_full(w, 0, upto))
+        return 0;
+    return stretch_differs(w, 0, upto, bytes, secs, nb, r);
+}
+
+/* Loss-based cc: 1 if the latest slice holds no congestion event yet ran at a level the
+ * batches do not (stretch_differs). The flow's own dips come with its cuts; without one,
+ * the path changed under it in this very slice, and the window must not stop on it. (An
+ * off-matrix path, CUBIC at 400 Mbit/s x 60 ms with 40 % cross traffic 2 s on / 3 s off:
+ * the window had counted the off phase at 397 Mbit/s; the cross traffic came back with a
+ * queue that proved the link full, and the window converged on that slice, itself at 288,
+ * on +22.9 %.) */
+static int last_slice_differs(const qw_window *w, const double *bytes, const double *secs,
+                              int nb, double r)
+{
+    int last = w->n - 1;
+
+    if (w->p.bbr || last < 1 || w->s[last].excluded || w->s[last].events != w->s[last - 1].events)
+        return 0;
+    return stretch_differs(w, last, w->n, bytes, secs, nb, r);
+}
+
 /* Recompute the estimate; 1 if it is complete enough to be judged (enough batches).
  * *mid is the first slice of the second half of the batches. */
 static int estimate(qw_window *w, double *half_diff, int *mid)
@@ -308,7 +377,7 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
     int nb = form_batches(w, &basis, bytes, secs, first, &tail_from), full = nb > 0, h;
     double ci, r;
 
-    w->tail_above = 0;
+    w->tail_above = w->head_differs = w->last_differs = 0;
     if (nb < 0)
         nb = -nb;
     if (nb == 0)
@@ -316,6 +385,8 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
     r = qw_batch_ci(bytes, secs, nb, &ci);
     /* the batches hold every whole cycle, so r is the cycles' rate */
     w->tail_above = basis == QW_BASIS_LOSS_CYCLES && tail_above_cycles(w, tail_from, r);
+    w->head_differs = head_differs(w, first[0], bytes, secs, nb, r);
+    w->last_differs = last_slice_differs(w, bytes, secs, nb, r);
     w->est.rate_bps = r * 8.0;
     w->est.ci_frac = ci;
     w->est.batches = nb;
@@ -535,7 +606,7 @@ static int converged(const qw_window *w, const qw_sample *s, double half_diff)
     if (s->t_s - w->start_t < w->p.min_s * (w->drops > 1 ? 2 : 1) * QW_SLACK || e->ci_frac < 0)
         return 0;
     if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance || w->varying ||
-        w->tail_above)
+        w->tail_above || w->head_differs || w->last_differs)
         return 0;
     if (e->basis != QW_BASIS_LOSS_CYCLES && recovery_blocks(w, s))
         return 0;
@@ -556,21 +627,6 @@ static int transient_may_go(const qw_window *w, int mid)
 {
     return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr ||
            w->s[w->n - 1].events == w->s[mid - 1].events;
-}
-
-/* 1 if more than half of the counted slices [from, to) held a standing queue of
- * (1 - beta) / beta BDP: a cut there leaves the link full. */
-static int mostly_full(const qw_window *w, int from, int to)
-{
-    int full = 0, all = 0;
-
-    for (int i = from; i < to; i++) {
-        if (w->s[i].excluded)
-            continue;
-        all++;
-        full += w->s[i].q_min >= (1.0 - w->p.beta) / w->p.beta;
-    }
-    return all > 0 && 2 * full > all;
 }
 
 /* 1 if the halves disagree (beyond the batches' scatter) while the flow was taking what
