@@ -787,6 +787,31 @@ static double probe_rtt_visit_s(double min_rtt_s)
     return hold + min_rtt_s;
 }
 
+/* The prediction's 95 % half-width, as a fraction of p->rate_bps. Its parts, in quadrature:
+ * - the rest of the run is a new stretch of the same process, whose own mean varies too
+ *   (batch variance x batch length / its length, next to the window's counted_s): the
+ *   window's variance grows by 1 + counted / rest;
+ * - the end, which the window cannot see: the model drains the last bytes in one smoothed
+ *   RTT, but recorded runs took one to four (a loss among the last bytes, a PROBE_RTT that
+ *   falls in the drain; 5.5 with a tail loss's RTO on a 150 ms path, which this does not
+ *   cover), the link idle for part of it: one RTT of the steady rate;
+ * - several BBR streams' PROBE_RTT visits: out of step, the other streams take up part of
+ *   the share a visiting stream leaves, from none of it to nearly all (8 streams on a
+ *   100 Mbit/s x 90 ms path lost a third of the cost the model counts): half that cost.
+ * (Off the bench's matrix, 4- and 8-stream BBR runs read 0.2-1.1 % from their 20 s figure
+ * with intervals of 0.06-0.24 %: 7 of 10 such converged runs fell outside.) */
+static double prediction_ci(const qw_window *w, const qw_prediction *p, double full_s,
+                            double rest, double steady)
+{
+    double fig = p->rate_bps * full_s / 8.0, rate = w->est.rate_bps / 8.0;
+    double sampling = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
+                      steady / 8.0 / fig;
+    double end = rate * (w->slice_rtt_us / 1e6) / fig;
+    double visits = w->p.streams > 1 ? 0.5 * rate * p->probe_rtt_s / fig : 0;
+
+    return sqrt(sampling * sampling + end * end + visits * visits);
+}
+
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
 qw_prediction qw_predict(const qw_window *w, double full_s)
 {
@@ -811,12 +836,8 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
-    /* A prediction interval, not just the mean's: the rest of the run is a new stretch of
-     * the same process, whose own mean varies too (batch variance x batch length / its
-     * length, next to the window's counted_s): the variance grows by 1 + counted / rest. */
     if (w->est.ci_frac >= 0 && p.rate_bps > 0)
-        p.ci_frac = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
-                    steady / (p.rate_bps * full_s);
+        p.ci_frac = prediction_ci(w, &p, full_s, rest, steady);
     return p;
 }
 

@@ -461,6 +461,36 @@ static void test_bbr_probe_rtt_cost(void)
     CHECK_NEAR(eight - one, r * 0.22 * sf / 20.02, 1e-3);
 }
 
+/* The prediction's interval holds what the window cannot see. A steady series has no
+ * scatter, so it is exactly one RTT of the steady rate at the end (100 Mbit/s x 20 ms over
+ * a 20.02 s run) and, with 8 streams, half the PROBE_RTT cost in quadrature. */
+static void test_prediction_interval_parts(void)
+{
+    qw_params p = defaults(1);
+    qw_prediction pr;
+    double r, end, visits;
+
+    z.n = 0;
+    for (int i = 0; i < 200; i++)
+        push(100e6, 400 * MSS, 20000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_result(&w)->ci_frac, 0, 1e-9);
+    r = qw_result(&w)->rate_bps;
+    pr = qw_predict(&w, 20);
+    CHECK_NEAR(pr.ci_frac, r * 0.02 / (pr.rate_bps * 20.02), 1e-7);
+    CHECK_NEAR(pr.ci_frac, 0.001, 1e-4);
+    p.streams = 8;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    pr = qw_predict(&w, 20);
+    CHECK(pr.probe_rtt_s > 0.17);
+    end = r * 0.02 / (pr.rate_bps * 20.02);
+    visits = 0.5 * r * pr.probe_rtt_s / (pr.rate_bps * 20.02);
+    CHECK_NEAR(pr.ci_frac, sqrt(end * end + visits * visits), 1e-7);
+}
+
 /* A PROBE_RTT visit holds 4 packets for whole rounds: BBR looks for its end only on an ACK,
  * and at 4 packets in flight those come once a round. At 180 ms the hold is 2 rounds (the
  * first ACK after 200 ms), 360 ms, plus the round that refills the pipe: 0.54 s, not the
@@ -790,6 +820,7 @@ int main(int argc, char **argv)
     test_bbr_recovery_is_steady_state();
     test_bbr_probe_rtt_cost();
     test_bbr_probe_rtt_whole_rounds();
+    test_prediction_interval_parts();
     test_tail_faster_than_cycles_holds_window();
     test_bbr_level_change_is_the_path();
     test_noisy_rate_gives_up();
