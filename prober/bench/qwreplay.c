@@ -157,7 +157,10 @@ static void report(const char *path, const replay *r)
     double fig = conv ? pr.rate_bps : r->truth_bps;
     const char *name = strrchr(path, '/');
 
-    printf("%s\t%s\t%.3f\t%.3f\t%d\t%.3f\t%.2f\t%.2f\t%.3f\t%.3f\t%s\t%d\t%.3f\t%d\n",
+    /* rates and the interval with more digits than the checks against the run's own JSON
+     * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
+     * printed half a unit away and failed such a check */
+    printf("%s\t%s\t%.6f\t%.6f\t%d\t%.6f\t%.2f\t%.5f\t%.3f\t%.3f\t%s\t%d\t%.6f\t%d\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
            r->truth_bps / 1e6, pr.rate_bps / 1e6, conv, fig / 1e6,
            100.0 * (fig - r->truth_bps) / r->truth_bps, pr.ci_frac * 100, r->ss_t,
