@@ -118,8 +118,9 @@ typedef struct {
     int halves_differ;          /* the last estimate's halves differ beyond their scatter */
     int tail_above;             /* loss cycles: the part after the last cut runs faster
                                    than a cycle's start can (see tail_above_cycles()) */
-    int head_differs;           /* loss-based: what no batch counts since measuring began
-                                   ran at another level, the link full (head_differs()) */
+    int head_differs;           /* what no batch counts since measuring began ran at
+                                   another level while the flow took the path's share
+                                   (head_differs()) */
     int last_differs;           /* loss-based: the latest slice ran at another level
                                    without a congestion event (last_slice_differs()) */
     double slice_qmin;          /* smallest queue in the current slice, in BDPs */
