@@ -107,34 +107,8 @@ def test_congestion_unavailable_is_refused_listing_allowed():
 LOOSE = ("--quick-tolerance", 50)
 
 
-def converging_loopback_run(srv, attempts=3):
-    """A quick run on loopback that converged within three seconds, from up to `attempts`.
-
-    Loopback's rate is the CPU's: when other work takes a core it can fall from 14 to
-    4 Gbit/s within three 20 ms slices and jump back later. A BBR window drops such a
-    change as a transient and measures from after it (ending later), or refuses to
-    converge across it (it cannot tell it from cross traffic going on and off), so on a
-    busy CI box one run in a few ends late or falls back. Each such run must have seen the
-    rate change level, and one that fell back must have done so the documented way."""
-    for _ in range(attempts):
-        run = qp.run_qp(*target(srv), "-t", 10, *LOOSE)
-        res = result_of(run)
-        if res["quick_converged"] and res["elapsed_s"] < 3:
-            return run
-        # halves of the window 50 % apart (--quick-tolerance) drop the first as a
-        # transient; 3 x 50 % apart with every slice in PROBE_BW is a change of level
-        level = 1.5
-        if not res["quick_converged"]:
-            assert res["elapsed_s"] >= 10 and res["full_bps"] == res["cumulative_bps"], res
-            level = 2.5
-        sse = run.one("slow_start_end")["t"]
-        rates = [e["inst_bps"] for e in run.of("sample") if sse < e["t"] <= sse + 5 and e["inst_bps"]]
-        assert max(rates) >= level * min(rates), (min(rates), max(rates), res)
-    raise AssertionError(f"no quick run on loopback converged within 3 s in {attempts} attempts: {res}")
-
-
 def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
-    run = converging_loopback_run(iperf3_server)
+    run = qp.converging_loopback_run(*target(iperf3_server), *LOOSE)[-1]
     res = result_of(run)
     sse = run.one("slow_start_end")
     assert res["mode"] == "quick"
