@@ -108,7 +108,7 @@ LOOSE = ("--quick-tolerance", 50)
 
 
 def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
-    run = qp.converging_loopback_run(*target(iperf3_server), *LOOSE)[-1]
+    run = qp.converging_loopback_run(*target(iperf3_server), "-t", 10, *LOOSE)[-1]
     res = result_of(run)
     sse = run.one("slow_start_end")
     assert res["mode"] == "quick"
