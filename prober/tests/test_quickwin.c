@@ -649,6 +649,18 @@ static int feed_open_until(int k, double t_s)
     return k;
 }
 
+/* Load trace name (more than min_n samples) and open w on it at slow-start's end with p;
+ * returns the index of that sample. */
+static int load_open(const char *name, int min_n, const qw_params *p)
+{
+    int k;
+
+    CHECK(load(name) > min_n);
+    k = open_at_ss_end(p);
+    CHECK(k > 0);
+    return k;
+}
+
 /* Replay a loaded trace as the prober does: open at the first sample out of slow-start.
  * Returns that index; the window's verdict is in w. */
 static int replay(int bbr)
@@ -758,9 +770,7 @@ static void test_recorded_head_at_full_link_is_the_path(void)
     int k;
 
     p.beta = 0.5;
-    CHECK(load("qw-reno-cross-on-off.csv") > 250);
-    k = open_at_ss_end(&p);
-    CHECK(k > 0);
+    k = load_open("qw-reno-cross-on-off.csv", 250, &p);
     /* at 3.9 s, where it converged before, the head holds it (the level change back comes
      * at 4.3 s, and then the halves say so too) */
     k = feed_open_until(k, 3.9);
@@ -788,9 +798,7 @@ static void test_recorded_bbr_head_in_probe_bw_is_the_path(void)
     double t0, rate = 297e6 / 8;
 
     p.streams = 8;
-    CHECK(load("qw-bbr-cross-on-off.csv") > 150);
-    k0 = k = open_at_ss_end(&p);
-    CHECK(k > 0);
+    k0 = k = load_open("qw-bbr-cross-on-off.csv", 150, &p);
     k = feed_open_until(k, 3.0);
     CHECK(w.drops == 1 && !w.varying && !w.head_differs);
     k = feed_open_until(k, 3.6);
@@ -819,9 +827,7 @@ static void test_recorded_last_slice_change_holds_window(void)
     int k;
 
     p.streams = 2;
-    CHECK(load("qw-cubic-cross-on-off.csv") > 250);
-    k = open_at_ss_end(&p);
-    CHECK(k > 0);
+    k = load_open("qw-cubic-cross-on-off.csv", 250, &p);
     k = feed_open_until(k, 4.745);
     CHECK(w.last_differs);
     CHECK(w.s[w.n - 1].t1 > 4.7 && w.s[w.n - 1].bytes * 8 / (w.s[w.n - 1].t1 - w.s[w.n - 1].t0) < 300e6);
