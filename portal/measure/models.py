@@ -16,7 +16,16 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from .vocab import FINISHED_STATUSES, RESULT_FIELDS, Mode, Protocol, Status, public_failure_reason, vantage_queue
+from .vocab import (
+    FINISHED_STATUSES,
+    QUICK_HOLDS,
+    RESULT_FIELDS,
+    Mode,
+    Protocol,
+    Status,
+    public_failure_reason,
+    vantage_queue,
+)
 
 vantage_name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]{0,62}$",
@@ -246,6 +255,13 @@ class Measurement(models.Model):
             and self.quick_ci_pct is not None
             and self.mode != "full"
         )
+
+    @property
+    def quick_held_by_text(self):
+        """Why a quick window that did not converge stayed open, in words ("" when not known)."""
+        if self.quick_converged is not False or not self.quick_held_by:
+            return ""
+        return QUICK_HOLDS.get(self.quick_held_by, self.quick_held_by)
 
     @property
     def is_finished(self):

@@ -218,5 +218,26 @@ RESULT_FIELDS = (
     ResultField("peer_window_bytes", "bigint", source=("trace", "peer_window_bytes")),
     ResultField("rwnd_limited_pct", "float", source=("trace", "rwnd_limited_pct")),
     ResultField("window_limited", "bool", source=("trace", "window_limited")),
+    # Why a quick window that did not converge stayed open (EVENTS.md, quick_held_by): "" when
+    # it converged, and on rows from provers that did not say.
+    ResultField("quick_held_by", "str", max_length=16),
 )
 RESULT_FIELD_NAMES = tuple(f.name for f in RESULT_FIELDS)
+
+# quick_held_by's values (prober/EVENTS.md) in words, for the permalink; an unknown value from a
+# newer prober is shown as it came.
+QUICK_HOLDS = {
+    "few_batches": "too few whole cycles for an interval",
+    "short": "the rate kept changing level, and too little was left after the last change",
+    "interval": "the 95 % interval stayed wider than the tolerance",
+    "halves": "the window's two halves ran at different rates",
+    "varying": "the rate changed level with the link full (cross traffic?)",
+    "tail": "after the last cut the rate ran faster than whole cycles",
+    "head": "the part dropped as a transient ran at another level with the link full",
+    "last_slice": "the latest round left the window's level",
+    "recovery": "a loss recovery was under way",
+    "climbing": "cwnd was still climbing back to where slow-start left it",
+    "sawtooth": "too few level sawtooth cycles, and no standing queue to keep the link full through a cut",
+    "loss_free": "too few loss-free packets to rule out random loss",
+    "probe_rtt": "BBR was in PROBE_RTT",
+}

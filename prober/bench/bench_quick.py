@@ -23,6 +23,7 @@ result itself, so a paired fallback has error 0 and saves nothing).
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import hashlib
 import json
@@ -289,6 +290,8 @@ def quick_outcome(q: dict | None, fallback_bps: float | None) -> dict:
         "window_s": q.get("quick_window_s"),
         "rule": q.get("rule"),
         "ss_end_s": q.get("slow_start_end_s"),
+        # what kept a window that did not converge open (EVENTS.md: quick_held_by)
+        "held_by": q.get("quick_held_by") if status == "fallback" else None,
     }
 
 
@@ -617,6 +620,7 @@ RUN_COLUMNS = [
     "full_mbps",
     "error_pct",
     "covered",
+    "held_by",
     "rule",
     "ss_end_s",
     "elapsed_s",
@@ -788,9 +792,11 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
         row: Row = m["row"]
         events = m[worst["kind"]][worst["run"]]
         nfb = sum(x["status"] == "fallback" for x in mine)
+        held = collections.Counter(x.get("held_by") or "not entered" for x in mine if x["status"] == "fallback")
+        held_s = " (held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()) + ")" if held else ""
         off = [x for x in mine if x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT]
         out += [
-            f"### {row.id}: {len(off)} of {len(mine)} estimates off by > 10 %, {nfb} fell back",
+            f"### {row.id}: {len(off)} of {len(mine)} estimates off by > 10 %, {nfb} fell back{held_s}",
             "",
             f"Path {row.path.description}; queue drops {r['drops_queue']}, random drops "
             f"{r['drops_loss']}. 20 s runs {fmt(r['full_mbps'])} Mbit/s (after their slow-start "
@@ -802,7 +808,8 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
             (
                 f"Worst: {worst['kind']} run {worst['run']}: estimate {fmt(worst.get('estimate_mbps'))} "
                 f"+/- {fmt(worst.get('ci_pct'))} % over {fmt(worst.get('window_s'), 2)} s, "
-                f"{worst['status']}, rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s. "
+                f"{worst['status']}{' (held open by: ' + worst['held_by'] + ')' if worst.get('held_by') else ''}, "
+                f"rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s. "
                 "Series (stream 1) from 0.5 s before slow-start end to 0.5 s after the window:"
             ),
             "",

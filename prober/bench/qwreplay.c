@@ -7,7 +7,9 @@
  * opened at the slow_start_end event with the sample printed just before it and fed
  * each later sample, exactly as measure.c does (window_sample, check_ss_end).
  *
- * Usage: qwreplay [-q] RUN.jsonl...   one tab-separated line per run (header first). */
+ * Usage: qwreplay [-v] RUN.jsonl...   one tab-separated line per run (header first); the
+ * hold column says what kept a window that fell back open. -v also prints, on stderr, each
+ * slice the window closes: the estimate then and what held it open. */
 #include "quickwin.h"
 
 #include <jansson.h>
@@ -24,6 +26,7 @@ typedef struct {
     int open, have_last;
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
+    int verbose;            /* -v: trace every slice on stderr */
 } replay;
 
 /* A number field of o, 0 when absent or null. */
@@ -74,6 +77,27 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans)
     *retrans = q->retrans;
 }
 
+/* Feed the latest sample to the window; with -v, print the slice it closed, if any. */
+static void feed(replay *r)
+{
+    int n = r->w.n;
+    const qw_estimate *e = qw_result(&r->w);
+    const char *hold;
+
+    qw_feed(&r->w, &r->last);
+    if (!r->verbose || r->w.n == n)
+        return;
+    hold = qw_hold_name(qw_hold_of(&r->w));
+    fprintf(stderr, "  t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d  %s",
+            r->last.t_s, r->w.n, r->w.first, e->rate_bps / 1e6, e->ci_frac * 100, e->batches,
+            hold ? hold : "converged");
+    /* the cwnd peaks that cuts ended, in the counted part (peaks_level() judges them) */
+    for (int i = 0; i < r->w.npeaks; i++)
+        if (r->w.peak_slice[i] >= r->w.first)
+            fprintf(stderr, " %lu", (unsigned long)(r->w.peak[i] / 1000));
+    fputc('\n', stderr);
+}
+
 /* Open the window at the slow_start_end event ev (measure.c's check_ss_end). */
 static void open_window(replay *r, const json_t *ev)
 {
@@ -86,7 +110,7 @@ static void open_window(replay *r, const json_t *ev)
         exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
     r->open = 1;
-    qw_feed(&r->w, &r->last);
+    feed(r);
 }
 
 /* Read the start event's parameters. */
@@ -114,7 +138,10 @@ static int replay_file(const char *path, replay *r)
 
     if (!f)
         return -1;
+    int verbose = r->verbose;
+
     memset(r, 0, sizeof(*r));
+    r->verbose = verbose;
     r->ss_t = -1;
     while (fgets(line, sizeof line, f)) {
         json_t *ev = json_loads(line, 0, NULL);
@@ -130,7 +157,7 @@ static int replay_file(const char *path, replay *r)
             aggregate(ev, &r->last, &r->last_retrans);
             r->have_last = 1;
             if (r->open)
-                qw_feed(&r->w, &r->last);
+                feed(r);
         } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {
             open_window(r, ev);
         } else if (strcmp(kind, "result") == 0) {
@@ -156,30 +183,38 @@ static void report(const char *path, const replay *r)
     int conv = r->open && r->w.state == QW_CONVERGED && pr.rate_bps > 0;
     double fig = conv ? pr.rate_bps : r->truth_bps;
     const char *name = strrchr(path, '/');
+    const char *hold = r->open ? qw_hold_name(qw_hold_of(&r->w)) : "not_opened";
 
     /* rates and the interval with more digits than the checks against the run's own JSON
      * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
      * printed half a unit away and failed such a check */
-    printf("%s\t%s\t%.6f\t%.6f\t%d\t%.6f\t%.2f\t%.5f\t%.3f\t%.3f\t%s\t%d\t%.6f\t%d\n",
+    printf("%s\t%s\t%.6f\t%.6f\t%d\t%.6f\t%.2f\t%.5f\t%.3f\t%.3f\t%s\t%d\t%.6f\t%d\t%s\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
            r->truth_bps / 1e6, pr.rate_bps / 1e6, conv, fig / 1e6,
            100.0 * (fig - r->truth_bps) / r->truth_bps, pr.ci_frac * 100, r->ss_t,
            qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
-           e->batches, r->prober_quick_bps / 1e6, r->prober_converged);
+           e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-");
 }
 
 /* Replay every file named on the command line. */
 int main(int argc, char **argv)
 {
     static replay r;
+    int first = 1;
 
-    if (argc < 2) {
-        fprintf(stderr, "usage: qwreplay RUN.jsonl...\n");
+    if (argc > 1 && strcmp(argv[1], "-v") == 0) {
+        r.verbose = 1;
+        first = 2;
+    }
+    if (argc <= first) {
+        fprintf(stderr, "usage: qwreplay [-v] RUN.jsonl...\n");
         return 2;
     }
     printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tfigure_mbps\terr_pct\tci_pct\tss_t"
-           "\tend_t\tbasis\tbatches\tprober_quick_mbps\tprober_converged\n");
-    for (int i = 1; i < argc; i++) {
+           "\tend_t\tbasis\tbatches\tprober_quick_mbps\tprober_converged\thold\n");
+    for (int i = first; i < argc; i++) {
+        if (r.verbose)
+            fprintf(stderr, "%s\n", argv[i]);
         if (replay_file(argv[i], &r) < 0) {
             fprintf(stderr, "qwreplay: %s: not a finished validate run\n", argv[i]);
             continue;

@@ -241,6 +241,7 @@ static void close_quick(qp_run *r, double t, uint64_t sent)
     r->out.quick_batches = e->batches;
     r->out.quick_basis = e->basis;
     r->out.quick_excluded_s = e->excluded_s;
+    r->out.quick_hold = qw_hold_of(&r->qw);
 }
 
 /* Feed the open quick window; close it when it converged or gave up. */

@@ -283,6 +283,8 @@ static void add_quick_fields(json_t *j, const qp_outcome *o, int known)
                                                 : json_null());
     json_object_set_new(j, "quick_batches", known ? json_integer(o->quick_batches) : json_null());
     json_object_set_new(j, "quick_excluded_s", j_real_or_null(known, o->quick_excluded_s));
+    json_object_set_new(j, "quick_held_by", known ? j_str_or_null(qw_hold_name(o->quick_hold))
+                                                  : json_null());
 }
 
 /* The validate object: what quick mode would have said on this connection. */
@@ -366,6 +368,8 @@ static void human_quick(const qp_run *r)
            "its estimate %s %s is not the result%s\n", o->quick_window_s, o->ss_t,
            ss_rule_name(o->ss_rule), rate, ci,
            r->o->mode == MODE_QUICK ? ": the full run above is (the paper's fallback)" : "");
+    if (qw_hold_text(o->quick_hold))
+        printf("quick mode: held open by: %s\n", qw_hold_text(o->quick_hold));
 }
 
 /* Print the human summary. */

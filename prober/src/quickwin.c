@@ -58,6 +58,7 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = after_loss;
     w->est.ci_frac = -1;
+    w->hold = QW_HOLD_NOT_STARTED;
 }
 
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
@@ -138,6 +139,46 @@ const char *qw_basis_name(qw_basis b)
     case QW_BASIS_NONE: break;
     }
     return NULL;
+}
+
+/* What kept the window open at its latest slice. */
+qw_hold qw_hold_of(const qw_window *w)
+{
+    return w->hold;
+}
+
+/* Each hold's name (JSON) and what it means (the human report). */
+static const struct {
+    const char *name, *text;
+} hold_names[] = {
+    [QW_HOLD_NOT_STARTED] = { "not_started", "a loss recovery, DRAIN or PROBE_RTT never ended" },
+    [QW_HOLD_FEW_BATCHES] = { "few_batches", "too few cycles for an interval" },
+    [QW_HOLD_SHORT] = { "short", "the rate kept changing level: too little was left after the "
+                                 "last change" },
+    [QW_HOLD_INTERVAL] = { "interval", "the interval stayed wider than the tolerance" },
+    [QW_HOLD_HALVES] = { "halves", "the window's halves ran at different rates" },
+    [QW_HOLD_VARYING] = { "varying", "the rate changed level with the link full (cross traffic?)" },
+    [QW_HOLD_TAIL] = { "tail", "the part after the last cut ran faster than whole cycles" },
+    [QW_HOLD_HEAD] = { "head", "the dropped start ran at another level with the link full" },
+    [QW_HOLD_LAST_SLICE] = { "last_slice", "the latest round ran at another level" },
+    [QW_HOLD_RECOVERY] = { "recovery", "a loss recovery was under way" },
+    [QW_HOLD_CLIMBING] = { "climbing", "cwnd was still climbing back to slow-start's level" },
+    [QW_HOLD_SAWTOOTH] = { "sawtooth", "too few level sawtooth cycles, and the queue did not "
+                                       "prove the link stays full through a cut" },
+    [QW_HOLD_LOSS_FREE] = { "loss_free", "too few loss-free packets to rule out random loss" },
+    [QW_HOLD_PROBE_RTT] = { "probe_rtt", "BBR was in PROBE_RTT" },
+};
+
+/* "not_started", "few_batches", "short", "interval", ...; NULL for QW_HOLD_NONE. */
+const char *qw_hold_name(qw_hold h)
+{
+    return h > QW_HOLD_NONE && h <= QW_HOLD_PROBE_RTT ? hold_names[h].name : NULL;
+}
+
+/* What the hold means, in words; NULL for QW_HOLD_NONE. */
+const char *qw_hold_text(qw_hold h)
+{
+    return h > QW_HOLD_NONE && h <= QW_HOLD_PROBE_RTT ? hold_names[h].text : NULL;
 }
 
 /* Units (consecutive counted stretches) of the window, by basis: [begin, end) slice
@@ -600,43 +641,63 @@ static int peaks_level(const qw_window *w)
  *   by without a loss to rule out random loss that would matter (loss_free);
  * - or cwnd does not matter: the stream spent most of the window limited by the
  *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
-static int sawtooth_known(const qw_window *w, const qw_sample *s)
+static qw_hold sawtooth_known(const qw_window *w, const qw_sample *s)
 {
     double span_us = (s->t_s - w->start_t) * 1e6;
 
     if (w->p.bbr)
-        return 1;
+        return QW_HOLD_NONE;
     if (w->est.basis == QW_BASIS_LOSS_CYCLES && peaks_level(w))
-        return 1;
-    if (link_full(w, s) && loss_free(w, s))
-        return 1;
-    return span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us;
+        return QW_HOLD_NONE;
+    if (span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us)
+        return QW_HOLD_NONE;
+    if (!link_full(w, s))
+        return QW_HOLD_SAWTOOTH;
+    return loss_free(w, s) ? QW_HOLD_NONE : QW_HOLD_LOSS_FREE;
 }
 
-/* 1 if the window may stop at sample s with the estimate just computed. */
-static int converged(const qw_window *w, const qw_sample *s, double half_diff)
+/* What keeps the window from stopping at sample s with the estimate just computed (full:
+ * it had enough batches; QW_HOLD_NONE: it may stop). A change of level at a full link
+ * holds it for good, so that comes first: it is the reason a window that gave up gives. */
+static qw_hold converged(const qw_window *w, const qw_sample *s, int full, double half_diff)
 {
     const qw_estimate *e = &w->est;
+    qw_hold saw;
+
+    if (w->varying)
+        return QW_HOLD_VARYING;
+    if (!full)
+        return QW_HOLD_FEW_BATCHES;
 
     /* One transient after slow-start is expected and dropped for free. A window that had
      * to drop a second has seen the rate change level again: the path may be varying
      * (cross traffic on and off), not settling, so it spans twice min_s, and a change back
      * within that time shows in its halves or its interval. */
-    if (s->t_s - w->start_t < w->p.min_s * (w->drops > 1 ? 2 : 1) * QW_SLACK || e->ci_frac < 0)
-        return 0;
-    if (e->ci_frac > w->p.tolerance || half_diff > w->p.tolerance || w->varying ||
-        w->tail_above || w->head_differs || w->last_differs)
-        return 0;
+    if (s->t_s - w->start_t < w->p.min_s * (w->drops > 1 ? 2 : 1) * QW_SLACK)
+        return QW_HOLD_SHORT;
+    if (e->ci_frac < 0)
+        return QW_HOLD_FEW_BATCHES;
+    if (e->ci_frac > w->p.tolerance)
+        return QW_HOLD_INTERVAL;
+    if (half_diff > w->p.tolerance)
+        return QW_HOLD_HALVES;
+    if (w->tail_above)
+        return QW_HOLD_TAIL;
+    if (w->head_differs)
+        return QW_HOLD_HEAD;
+    if (w->last_differs)
+        return QW_HOLD_LAST_SLICE;
     if (e->basis != QW_BASIS_LOSS_CYCLES && recovery_blocks(w, s))
-        return 0;
+        return QW_HOLD_RECOVERY;
     /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut): the
      * rate climbs with it until a standing queue shows the link is full (from there on a
      * larger cwnd only lengthens the queue) */
     if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !link_full(w, s))
-        return 0;
-    if (!sawtooth_known(w, s))
-        return 0;
-    return s->bbr_mode != QW_BBR_PROBE_RTT;
+        return QW_HOLD_CLIMBING;
+    saw = sawtooth_known(w, s);
+    if (saw != QW_HOLD_NONE)
+        return saw;
+    return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 
 /* 1 if a disagreement of the halves (the second starting at slice mid) may be read as a
@@ -714,7 +775,9 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     if (s->mss_bytes > w->mss_bytes)
         w->mss_bytes = s->mss_bytes;
     if (!w->started) {
-        if (!try_start(w, s) && s->t_s - w->open_t >= w->p.max_s * QW_SLACK)
+        if (try_start(w, s))
+            w->hold = QW_HOLD_FEW_BATCHES;
+        else if (s->t_s - w->open_t >= w->p.max_s * QW_SLACK)
             qw_stop(w);
         return w->state;
     }
@@ -726,7 +789,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK) {
         close_slice(w, s);
         full = estimate(w, &half_diff, &mid);
-        if (full && converged(w, s, half_diff)) {
+        w->hold = converged(w, s, full, half_diff);
+        if (w->hold == QW_HOLD_NONE) {
             w->state = QW_CONVERGED;
             w->end_t = s->t_s;
             return w->state;

@@ -55,6 +55,26 @@ typedef enum {
     QW_GAVE_UP          /* max_s passed without converging */
 } qw_state;
 
+/* What kept the window open at its latest slice (QW_HOLD_NONE once it converged): the
+ * first of converged()'s conditions that failed, in the order it tests them. */
+typedef enum {
+    QW_HOLD_NONE = 0,
+    QW_HOLD_NOT_STARTED,    /* still in a recovery, DRAIN or PROBE_RTT after slow-start */
+    QW_HOLD_FEW_BATCHES,    /* too few cycles or slices for an interval yet */
+    QW_HOLD_SHORT,          /* shorter than --quick-ms (twice that after a second drop) */
+    QW_HOLD_INTERVAL,       /* the interval is wider than the tolerance */
+    QW_HOLD_HALVES,         /* the halves' rates differ by more than the tolerance */
+    QW_HOLD_VARYING,        /* the rate changed level with the link full: cross traffic */
+    QW_HOLD_TAIL,           /* the part after the last cut runs faster than the cycles */
+    QW_HOLD_HEAD,           /* the dropped head ran at another level at a full link */
+    QW_HOLD_LAST_SLICE,     /* the latest slice ran at another level */
+    QW_HOLD_RECOVERY,       /* a loss recovery is under way */
+    QW_HOLD_CLIMBING,       /* cwnd is climbing back to slow-start's exit level */
+    QW_HOLD_SAWTOOTH,       /* neither level loss cycles nor a link kept full by the queue */
+    QW_HOLD_LOSS_FREE,      /* too few loss-free packets to rule out random loss */
+    QW_HOLD_PROBE_RTT       /* BBR is in PROBE_RTT */
+} qw_hold;
+
 /* How the batches were formed. */
 typedef enum { QW_BASIS_NONE = 0, QW_BASIS_TIME, QW_BASIS_LOSS_CYCLES, QW_BASIS_BBR_CYCLES } qw_basis;
 
@@ -95,6 +115,7 @@ typedef struct {
 typedef struct {
     qw_params p;
     qw_state state;
+    qw_hold hold;               /* what kept it open at its latest slice */
     double open_t, start_t, end_t;
     int started;
     uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
@@ -147,6 +168,16 @@ void qw_stop(qw_window *w);
 
 /* The latest estimate (rate 0 before the first batch). */
 const qw_estimate *qw_result(const qw_window *w);
+
+/* What kept the window open at its latest slice: for a window that gave up, why it did
+ * not converge. */
+qw_hold qw_hold_of(const qw_window *w);
+
+/* "not_started", "few_batches", "short", "interval", ...; NULL for QW_HOLD_NONE. */
+const char *qw_hold_name(qw_hold h);
+
+/* What the hold means, in words; NULL for QW_HOLD_NONE. */
+const char *qw_hold_text(qw_hold h);
 
 /* When measuring began (after recovery / DRAIN / PROBE_RTT), -1 if it never did. */
 double qw_start_t(const qw_window *w);

@@ -71,6 +71,7 @@ typedef struct {
     int quick_batches;
     qw_basis quick_basis;
     double quick_excluded_s;        /* BBR PROBE_RTT time left out of the estimate */
+    qw_hold quick_hold;             /* what kept the window open (QW_HOLD_NONE: converged) */
     double quick_end_t;             /* when the quick window closed */
     uint64_t quick_bytes_sent;      /* bytes written when it closed */
     uint32_t retransmits;

@@ -89,6 +89,7 @@ static void test_result_quick_figures(void)
     CHECK_EQ(NUM(j, "quick_batches"), 6);
     CHECK_STR(json_string_value(json_object_get(j, "quick_basis")), "loss_cycles");
     CHECK_NEAR(NUM(j, "quick_excluded_s"), 0.0, 0);
+    CHECK(ISNULL(j, "quick_held_by"));                   /* converged: nothing held it */
     CHECK_STR(json_string_value(json_object_get(j, "event")), "result");
     CHECK(json_is_true(json_object_get(j, "quick_mode_entered")));
     CHECK_NEAR(NUM(j, "quick_bps"), 5e6, 1e-3);
@@ -129,8 +130,10 @@ static void test_result_quick_not_converged(void)
     r.out.quick_ci_frac = 0.12;
     r.out.quick_batches = 4;
     r.out.quick_basis = QW_BASIS_TIME;
+    r.out.quick_hold = QW_HOLD_INTERVAL;
     j = capture(out_result, &r);
     CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK_STR(json_string_value(json_object_get(j, "quick_held_by")), "interval");
     CHECK_NEAR(NUM(j, "quick_bps"), 9e5, 1e-6);
     CHECK_NEAR(NUM(j, "quick_ci_pct"), 12.0, 1e-9);
     CHECK_NEAR(NUM(j, "full_bps"), 8e5, 1e-6);           /* 1e6 B * 8 / 10 s */
@@ -154,6 +157,7 @@ static void test_result_quick_not_entered(void)
     CHECK(ISNULL(j, "quick_bps"));
     CHECK(ISNULL(j, "quick_window_s"));
     CHECK(ISNULL(j, "quick_ci_pct"));
+    CHECK(ISNULL(j, "quick_held_by"));
     CHECK(json_is_false(json_object_get(j, "quick_converged")));
     CHECK_NEAR(NUM(j, "full_bps"), 8e5, 1e-6);
     CHECK(ISNULL(j, "rule"));

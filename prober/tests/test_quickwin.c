@@ -311,6 +311,8 @@ static void test_loss_free_packets_before_the_queue_proof(void)
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
     feed_from(0);
     CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_LOSS_FREE);
+    CHECK_STR(qw_hold_name(qw_hold_of(&w)), "loss_free");
     g_min_rtt_us = 0;
 }
 
@@ -340,6 +342,7 @@ static void test_level_changes_are_not_dropped_twice(void)
     feed_from(0);
     CHECK(w.varying);
     CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_VARYING);
     /* the same with the queue gone for a sample at each change (the cross traffic's share
      * drains before the flow's cwnd refills it): the link is still full in most slices of
      * each half, and the change is still the path's */
@@ -775,6 +778,7 @@ static void test_recorded_head_at_full_link_is_the_path(void)
      * at 4.3 s, and then the halves say so too) */
     k = feed_open_until(k, 3.9);
     CHECK(w.head_differs);
+    CHECK(qw_hold_of(&w) == QW_HOLD_HEAD);
     CHECK(!w.varying);
     CHECK(w.est.basis == QW_BASIS_LOSS_CYCLES && w.est.ci_frac < p.tolerance);
     feed_from(k);
@@ -804,6 +808,7 @@ static void test_recorded_bbr_head_in_probe_bw_is_the_path(void)
     k = feed_open_until(k, 3.6);
     CHECK(k == z.n);
     CHECK(w.head_differs);
+    CHECK(qw_hold_of(&w) == QW_HOLD_HEAD);
     CHECK(w.est.ci_frac < p.tolerance);
     CHECK(!w.varying);
     /* the same samples delivering at the off phase's rate throughout: no head to hold it */
@@ -830,6 +835,7 @@ static void test_recorded_last_slice_change_holds_window(void)
     k = load_open("qw-cubic-cross-on-off.csv", 250, &p);
     k = feed_open_until(k, 4.745);
     CHECK(w.last_differs);
+    CHECK(qw_hold_of(&w) == QW_HOLD_LAST_SLICE);
     CHECK(w.s[w.n - 1].t1 > 4.7 && w.s[w.n - 1].bytes * 8 / (w.s[w.n - 1].t1 - w.s[w.n - 1].t0) < 300e6);
     feed_from(k);
     CHECK(w.state == QW_GAVE_UP);

@@ -76,6 +76,10 @@ def test_bench_quick_outcome_counts_what_the_user_got():
     never = bench.quick_outcome({"quick_bps": None, "quick_converged": False}, 100e6)
     assert (never["status"], never["figure_mbps"]) == ("fallback", 100.0)
     # A prober from before quick_converged existed: the estimate, without an error bar.
+    # what held a window that fell back open is kept; a converged one was held by nothing
+    held = bench.quick_outcome({"quick_bps": 90e6, "quick_converged": False, "quick_held_by": "loss_free"}, 100e6)
+    assert (held["status"], held["held_by"]) == ("fallback", "loss_free")
+    assert conv["held_by"] is None
     old = bench.quick_outcome({"quick_bps": 90e6}, 100e6)
     assert (old["status"], old["figure_mbps"], old["ci_pct"]) == ("nociq", 90.0, None)
     assert bench.inside_ci(100.0, 2.0, 101.9) is True
@@ -134,7 +138,7 @@ def _validate(full_bps, quick_bps, converged=True, ci=2.0):
     return [{"event": "start"}, *_samples(full_bps, 4.0, 0.5), res]
 
 
-def _quick(quick_bps, converged=True, ci=2.0, full_bps=None):
+def _quick(quick_bps, converged=True, ci=2.0, full_bps=None, held_by=None):
     elapsed = 2.0 if converged else 20.0
     res = {
         "event": "result",
@@ -148,6 +152,7 @@ def _quick(quick_bps, converged=True, ci=2.0, full_bps=None):
         "quick_converged": converged,
         "quick_ci_pct": ci,
         "quick_window_s": 1.5,
+        "quick_held_by": held_by,
         "slow_start_end_s": 0.5,
         "rule": "ssthresh_set",
         "mss_bytes": 8948,
@@ -226,3 +231,26 @@ def test_bench_report_rebuilt_from_kept_runs(tmp_path):
         lines = list(csv.DictReader(fh))
     assert len(lines) == 12 and {x["kind"] for x in lines} == {"validate", "quick"}
     assert (out / "fig7-quick-vs-20s.png").stat().st_size > 10_000
+
+
+def test_bench_report_says_what_held_fallbacks_open(tmp_path):
+    row = bench.default_matrix()[5]
+    runs_dir = tmp_path / "runs"
+    runs_dir.mkdir()
+    held = ["loss_free", "sawtooth", "loss_free"]
+    for i in range(3):
+        (runs_dir / f"{row.id}.validate{i}.jsonl").write_text("\n".join(json.dumps(e) for e in _validate(100e6, 101e6)))
+        quick = _quick(99e6, converged=False, full_bps=100e6, held_by=held[i])
+        (runs_dir / f"{row.id}.quick{i}.jsonl").write_text("\n".join(json.dumps(e) for e in quick))
+    (runs_dir / f"{row.id}.lab.json").write_text(json.dumps(_lab_stats()))
+    out = tmp_path / "out"
+    assert bench.main(["--reuse", "--runs-dir", str(runs_dir), "--out", str(out), "--only", row.id]) == 0
+    report = (out / "report-quick.md").read_text()
+    assert (
+        f"### {row.id}: 0 of 6 estimates off by > 10 %, 3 fell back (held open by: loss_free 2, sawtooth 1)" in report
+    )
+    assert "fallback (held open by: loss_free), rule ssthresh_set at 0.50 s." in report
+    with open(out / "report-quick.csv") as fh:
+        lines = list(csv.DictReader(fh))
+    assert [x["held_by"] for x in lines if x["kind"] == "quick"] == held
+    assert {x["held_by"] for x in lines if x["kind"] == "validate"} == {""}

@@ -4,6 +4,7 @@ number (the full run it fell back to is the result); older rows without the fiel
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -47,6 +48,33 @@ def test_permalink_not_converged_shows_full_run_not_estimate(client, site, vanta
     assert "90.0 Mbit/s ± 14.0 % (did not converge in a 5.00 s window: not the result, the full run is)" in html
     site_html = client.get("/sites/loopback/").content.decode()
     assert '142.0 Mbit/s <span class="tag warn"' in site_html and "90.0 Mbit/s" not in site_html
+
+
+def test_permalink_not_converged_says_what_held_the_window_open(client, site, vantage):
+    m = _quick(
+        site,
+        vantage,
+        quick_bps=47e6,
+        quick_ci_pct=2.8,
+        quick_converged=False,
+        quick_window_s=5.0,
+        quick_held_by="loss_free",
+        cumulative_bps=47.3e6,
+        full_bps=47.3e6,
+        elapsed_s=20.0,
+    )
+    assert m.quick_held_by == "loss_free"
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert (
+        "47.0 Mbit/s ± 2.8 % (did not converge in a 5.00 s window: not the result, the full run is; "
+        "held open by: too few loss-free packets to rule out random loss)"
+    ) in html
+    # a value this portal does not know yet (a newer prober) is shown as it came
+    m.quick_held_by = "new_rule"
+    assert m.quick_held_by_text == "new_rule"
+    # a converged window was held by nothing, whatever the row says
+    m.quick_converged = True
+    assert m.quick_held_by_text == ""
 
 
 def test_permalink_older_row_without_error_bar_fields(client, site, vantage):
@@ -101,6 +129,19 @@ def test_csv_and_api_carry_error_bar_fields(api_client, site, vantage):
     assert (rows[0]["quick_ci_pct"], rows[0]["quick_converged"], rows[0]["quick_window_s"]) == ("2.1", "true", "1.2")
     results = api_client.get(f"/api/v1/measurements/{m.slug}").json()["results"]
     assert (results["quick_ci_pct"], results["quick_converged"], results["quick_window_s"]) == (2.1, True, 1.2)
+    # quick_held_by is "" when the window converged (nothing held it open)
+    assert rows[0]["quick_held_by"] == "" and results["quick_held_by"] == ""
+
+
+def test_csv_and_api_carry_quick_held_by_when_not_converged(api_client, site, vantage):
+    m = _quick(site, vantage, quick_bps=47e6, quick_converged=False, quick_held_by="sawtooth", cumulative_bps=47.3e6)
+    rows = list(
+        csv.DictReader(
+            io.StringIO(b"".join(api_client.get("/api/v1/measurements.csv?site=loopback").streaming_content).decode())
+        )
+    )
+    assert (rows[0]["quick_converged"], rows[0]["quick_held_by"]) == ("false", "sawtooth")
+    assert api_client.get(f"/api/v1/measurements/{m.slug}").json()["results"]["quick_held_by"] == "sawtooth"
 
 
 def test_trace_keeps_bbr_state_and_csv_only_when_bbr():
@@ -143,3 +184,18 @@ def test_overview_headline_uses_full_run_when_not_converged(client, site, vantag
     _quick(site, vantage, quick_bps=90e6, quick_converged=False, cumulative_bps=142e6)
     assert "142.0 Mbit/s" in client.get("/").content.decode()
     assert Measurement.objects.count() == 1
+
+
+def test_quick_hold_names_agree_between_prober_docs_and_portal():
+    # the prober's names (src/quickwin.c), the contract (EVENTS.md) and the portal's words
+    from portal.measure.vocab import QUICK_HOLDS
+    from tests.prober import qp
+
+    source = (qp.ROOT / "prober" / "src" / "quickwin.c").read_text()
+    prober_names = re.findall(r"\[QW_HOLD_\w+\] = \{ \"(\w+)\"", source)
+    documented = qp.quick_holds()
+    assert len(documented) == 13 and "loss_free" in documented
+    assert sorted(documented) == sorted(QUICK_HOLDS)
+    # the prober also names not_started, which never reaches the result: the window did not
+    # start, so quick mode was not entered and quick_held_by is null
+    assert sorted(prober_names) == sorted([*documented, "not_started"])

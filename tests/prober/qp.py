@@ -167,6 +167,14 @@ def events_contract():
     return examples
 
 
+def quick_holds():
+    """The values quick_held_by can take: the table under it in EVENTS.md."""
+    text = EVENTS_MD.read_text()
+    section = text[text.index("- `quick_held_by`") :]
+    section = section[: section.index("\n- ")]
+    return re.findall(r"^\s*\| `(\w+)` \|", section, re.M)
+
+
 def missing_fields(example, actual, path=""):
     """Keys of the documented example (recursively into objects and the first element of
     lists of objects) that the actual event lacks."""
@@ -225,6 +233,7 @@ def converging_loopback_run(*args, attempts=3):
         level = 1.5
         if not res["quick_converged"]:
             assert res["elapsed_s"] >= 10 and res["full_bps"] == res["cumulative_bps"], res
+            assert res["quick_held_by"] in quick_holds(), res
             level = 2.5
         sse = run.one("slow_start_end")["t"]
         rates = [e["inst_bps"] for e in run.of("sample") if sse < e["t"] <= sse + 5 and e["inst_bps"]]

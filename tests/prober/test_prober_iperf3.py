@@ -114,6 +114,7 @@ def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
     assert res["mode"] == "quick"
     assert res["quick_mode_entered"] is True
     assert res["quick_converged"] is True, res
+    assert res["quick_held_by"] is None, res
     assert 0 <= res["quick_ci_pct"] <= 50, res
     assert res["quick_basis"] in ("time", "loss_cycles", "bbr_cycles")
     assert res["quick_batches"] >= 3
