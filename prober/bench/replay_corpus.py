@@ -10,7 +10,7 @@ and records `--runs` validate runs of 20 s (JSON Lines with every sample and the
 20 s figure). `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it) and prints, per path, each run's paired error (c = converged, f = fell back: error
-0), when the window closed and its interval, then per cc the median / p90 / p95 |error|, how
+0, and what held its window open), when the window closed and its interval, then per cc the median / p90 / p95 |error|, how
 many converged and how many 20 s figures lay inside quick_bps +/- quick_ci_pct.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import random
 import re
 import statistics
@@ -35,9 +36,12 @@ import labctl  # noqa: E402
 REPLAY = ROOT / "prober" / "build" / "qwreplay"
 
 
-def draw_row(rng: random.Random) -> bq.Row:
-    """One random path and flow (tiny per-stream windows get one stream)."""
-    rate = rng.choice([5, 20, 50, 100, 150, 250, 400])
+def draw_row(rng: random.Random, mtu: int = 9000) -> bq.Row:
+    """One random path and flow (tiny per-stream windows get one stream). At a standard
+    Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
+    the path, would set the result above that."""
+    rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
+    rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
     queue = rng.choice([0.3, 0.6, 1.0, 1.5, 2.5])
     loss = rng.choice([0, 0, 0, 5e-5, 3e-4, 2e-3])
@@ -47,7 +51,10 @@ def draw_row(rng: random.Random) -> bq.Row:
     streams = rng.choice([1, 1, 2, 4, 8])
     if rate * rtt / 8e3 / streams < 0.02:
         streams = 1
-    return bq.Row(bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross), cc, streams)
+    path = bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross)
+    if mtu != path.mtu:
+        path = dataclasses.replace(path, mtu=mtu, name=f"{path.name}-m{mtu}")
+    return bq.Row(path, cc, streams)
 
 
 def collect(a) -> int:
@@ -59,7 +66,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng)
+        row = draw_row(rng, a.mtu)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             for k in range(a.runs):
@@ -83,7 +90,7 @@ def summarise(a) -> int:
     for row, rs in by_row.items():
         cells = [
             f"{float(r['err_pct']):+5.1f}{'c' if r['converged'] == '1' else 'f'}@{float(r['end_t']):4.1f}s"
-            f"±{float(r['ci_pct']):.1f}"
+            f"±{float(r['ci_pct']):.1f}{'' if r['converged'] == '1' else ' ' + r['hold']}"
             for r in rs
         ]
         print(f"{row:46s} " + "  ".join(cells))
@@ -99,6 +106,9 @@ def summarise(a) -> int:
             f"{bq.percentile(err, 90):.2f} p95 {bq.percentile(err, 95):.2f} max {max(err):.2f} %  "
             f"converged {len(conv)}/{len(rs)}  inside the interval {inside}/{len(conv)}"
         )
+        held = collections.Counter(r["hold"] for r in rs if r["converged"] != "1")
+        if held:
+            print("      fell back, held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()))
     return 0
 
 
@@ -111,6 +121,7 @@ def main(argv=None) -> int:
     c.add_argument("--runs", type=int, default=2)
     c.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "corpus")
     c.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
+    c.add_argument("--mtu", type=int, default=9000, help="the lab's MTU (default 9000; 1500: standard Ethernet)")
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)
