@@ -285,6 +285,58 @@ static void test_falling_peaks_are_a_transient(void)
     CHECK(w.state == QW_GAVE_UP);
 }
 
+/* Fill z with 6 s of a sawtooth at a full link (100 Mbit/s throughout) whose cuts come at
+ * scattered peaks, as random loss cuts at any point of a cycle: cycle c peaks at
+ * scatter[c % 6] x trend^c of 600 MSS, a cut every 0.5 s. */
+static void push_scattered_peaks(double trend)
+{
+    static const double scatter[] = { 1.0, 0.72, 0.97, 0.8, 0.7, 0.95 };
+
+    z.n = 0;
+    g_min_rtt_us = 50000;
+    for (int i = 0; i < 300; i++) {
+        int ph = (i + 7) % 25, cyc = (i + 7) / 25;
+        double top = 600 * scatter[cyc % 6] * pow(trend, cyc);
+
+        push(100e6, (uint64_t)((0.7 + 0.3 * ph / 24.0) * top) * MSS,
+             (uint32_t)(50000 * (1.0 + 0.5 * ph / 24.0)), ph < 2, QW_BBR_NONE);
+    }
+    g_min_rtt_us = 0;
+}
+
+/* Peaks that scatter over 0.7-1.0 of the largest without falling (random loss on a
+ * settled sawtooth, the link full): once five cycles have ended, their trend is flat and
+ * the window converges on the link's rate. The same scatter falling 8 % a cycle (0.66 of
+ * the first peak's line by the fifth) is still a transient: it gives up. A cycle that
+ * began before the window (its cut at the window's first sample) has no known peak: it is
+ * not counted as a peak of 0, which no later peak is level with. */
+static void test_scattered_peaks_are_level(void)
+{
+    qw_params p = defaults(0);
+
+    push_scattered_peaks(1.0);
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(qw_result(&w)->basis == QW_BASIS_LOSS_CYCLES);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 1e-3);
+    CHECK(w.npeaks >= 5);
+    push_scattered_peaks(0.92);
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_SAWTOOTH);
+    /* open the window on a cut's first sample */
+    push_scattered_peaks(1.0);
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    CHECK(z.s[18].in_recovery && !z.s[17].in_recovery);
+    feed_from(17);
+    CHECK(w.npeaks > 0);
+    for (int i = 0; i < w.npeaks; i++)
+        CHECK(w.peak[i] > 0);
+    CHECK(w.state == QW_CONVERGED);
+}
+
 /* A full link (queue 0.6 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
  * packets a second, a window of 60): the queue proves a full buffer's cut harmless, but
  * the window waits for 5,000 loss-free packets (2.9 s; 10 / 3 W^2 would be 12,000) to rule
@@ -857,6 +909,7 @@ int main(int argc, char **argv)
     test_cwnd_climb_back_holds_window();
     test_sawtooth_uses_whole_cycles();
     test_falling_peaks_are_a_transient();
+    test_scattered_peaks_are_level();
     test_loss_free_packets_before_the_queue_proof();
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();
