@@ -622,11 +622,11 @@ static int link_full(const qw_window *w, const qw_sample *s)
  * steady state. Random loss cuts at any point of a cycle, so the peaks of a sawtooth that
  * has settled scatter without falling (a corpus path, CUBIC at 100 Mbit/s x 15 ms with
  * 0.2 % loss: 17 peaks between 268 and 384 KB around 370 for 4 s, the rate at the link's
- * 99.4 throughout, and a test of their range held the window open to the end). So with
- * QW_TREND_PEAKS peaks or more, their least-squares line must not fall by more than
- * 1 - QW_QUEUE_SAME from the first peak to the last; with fewer, a line cannot tell a fall
- * from scatter, and the smallest peak must be QW_QUEUE_SAME of the largest. On a steady
- * fall the two agree (the line's ends are the first and last peak). */
+ * 99.4 throughout, and a test of their range held the window open to the end). So the
+ * peaks are level when the smallest is QW_QUEUE_SAME of the largest or, with QW_TREND_PEAKS
+ * peaks or more, when their least-squares line does not fall by more than 1 - QW_QUEUE_SAME
+ * from the first peak to the last (with fewer, a line cannot tell a fall from scatter). On a
+ * steady fall the two agree (the line's ends are the first and last peak). */
 static int peaks_level(const qw_window *w)
 {
     double y[QW_MAX_PEAKS], lo = INFINITY, hi = 0, ym = 0, sxy = 0, sxx = 0, slope, xm;
@@ -640,8 +640,10 @@ static int peaks_level(const qw_window *w)
         hi = fmax(hi, y[k]);
         ym += y[k++];
     }
+    if (hi == 0 || lo >= QW_QUEUE_SAME * hi)
+        return 1;
     if (k < QW_TREND_PEAKS)
-        return hi == 0 || lo >= QW_QUEUE_SAME * hi;
+        return 0;
     ym /= k;
     xm = (k - 1) / 2.0;
     for (int i = 0; i < k; i++) {
