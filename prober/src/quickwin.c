@@ -38,8 +38,8 @@
 #define QW_LEVEL_CHANGE 3       /* halves this many tolerances apart with the link full are
                                    the path changing (cross traffic), not noise: see
                                    level_changed_at_full_link() */
-#define QW_TREND_PEAKS 5        /* cwnd peaks from which their trend, not their range, says
-                                   whether they fall: see peaks_level() */
+#define QW_TREND_PEAKS 5        /* cwnd peaks from which their trend, beside their range,
+                                   can show they do not fall: see peaks_level() */
 #define QW_CLEAN_PACKETS 5000  /* at most this many loss-free packets are asked for (rules
                                    out random loss >= 1e-3 at 99.3 %): see loss_free() */
 #define BBR_UNIT 256
@@ -654,12 +654,13 @@ static int peaks_level(const qw_window *w)
     return ym + slope * xm >= QW_QUEUE_SAME * (ym - slope * xm);
 }
 
-/* Loss-based cc: 1 if the window has seen what the sawtooth does to the rate, or can tell
- * that it does nothing to it. A cut sets cwnd to beta x cwnd, and the link stays full only
+/* Loss-based cc: QW_HOLD_NONE if the window has seen what the sawtooth does to the rate,
+ * or can tell that it does nothing to it; else what it lacks (QW_HOLD_SAWTOOTH, or
+ * QW_HOLD_LOSS_FREE when only the loss-free packets are missing). A cut sets cwnd to beta x cwnd, and the link stays full only
  * if that is still at least the BDP, i.e. if the queue at the cut is at least
  * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
  * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) whose
- *   cwnd peaks stay level (peaks_level: not slow-start's level falling to where random
+ *   cwnd peaks do not fall (peaks_level: not slow-start's level falling to where random
  *   loss holds cwnd);
  * - or the standing queue proves a full buffer's cut now would leave the link full
  *   (link_full: a full buffer holds at least the queue seen now) and enough packets went
