@@ -17,12 +17,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#define REPLAY_STREAMS 128   /* the prober's -P limit */
+
 typedef struct {
     int bbr, cubic, nstreams, time_s;
     qw_params p;
     qw_window w;
     qw_sample last;         /* the latest sample, aggregated as window_sample does */
     uint32_t last_retrans;  /* its summed total_retrans */
+    int overshoot[REPLAY_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
     int open, have_last;
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
@@ -37,8 +40,9 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-/* Aggregate one sample event's streams into q as measure.c's window_sample does. */
-static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans)
+/* Aggregate one sample event's streams into q as measure.c's window_sample does
+ * (overshoot: each stream's overshoot_recovery, carried from sample to sample). */
+static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *overshoot)
 {
     json_t *streams = json_object_get(ev, "streams"), *st;
     size_t i, n = json_array_size(streams);
@@ -48,6 +52,10 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans)
     *retrans = 0;
     json_array_foreach(streams, i, st) {
         json_t *bbr = json_object_get(st, "bbr");
+        qw_bbr_mode m = json_is_object(bbr)
+            ? qw_bbr_mode_from_gains((uint32_t)lround(num(bbr, "pacing_gain") * 256),
+                                     (uint32_t)lround(num(bbr, "cwnd_gain") * 256))
+            : QW_BBR_NONE;
         uint32_t rtt = (uint32_t)num(st, "rtt_us"), mrtt = (uint32_t)num(st, "min_rtt_us");
         uint32_t bmr = json_is_object(bbr) ? (uint32_t)num(bbr, "min_rtt_us") : 0;
 
@@ -65,9 +73,11 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans)
             q->mss_bytes = (uint32_t)num(st, "mss_bytes");
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
+        if (i < REPLAY_STREAMS) {
+            overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
+            q->overshoot_recovery |= overshoot[i];
+        }
         if (json_is_object(bbr)) {
-            qw_bbr_mode m = qw_bbr_mode_from_gains((uint32_t)lround(num(bbr, "pacing_gain") * 256),
-                                                   (uint32_t)lround(num(bbr, "cwnd_gain") * 256));
             static const int rank[] = { 0, 2, 3, 1, 4 };    /* none startup drain bw rtt */
 
             if (rank[m] > rank[q->bbr_mode])
@@ -154,7 +164,7 @@ static int replay_file(const char *path, replay *r)
         if (strcmp(kind, "start") == 0) {
             start(r, ev);
         } else if (strcmp(kind, "sample") == 0) {
-            aggregate(ev, &r->last, &r->last_retrans);
+            aggregate(ev, &r->last, &r->last_retrans, r->overshoot);
             r->have_last = 1;
             if (r->open)
                 feed(r);

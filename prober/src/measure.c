@@ -113,6 +113,9 @@ static void sample_stream(qp_stream *s, double t, int bbr)
         return;
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
+    s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
+        s->ti.has_bbr ? qw_bbr_mode_from_gains(s->ti.bbr_pacing_gain, s->ti.bbr_cwnd_gain)
+                      : QW_BBR_NONE);
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
     s->sent = stream_sent(s);
     if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)
@@ -206,6 +209,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->cwnd_bytes += ti->cwnd_bytes;
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;
+        q->overshoot_recovery |= r->streams[i].overshoot_recovery;
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;

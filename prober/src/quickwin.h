@@ -42,6 +42,8 @@ typedef struct {
     uint32_t min_rtt_us;        /* smallest min RTT (BBR's own when known) */
     uint32_t retrans;           /* total retransmissions so far */
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
+    int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
+                                   STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
@@ -196,6 +198,10 @@ qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain);
 
 /* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
 const char *qw_bbr_mode_name(qw_bbr_mode m);
+
+/* One stream's overshoot_recovery at a sample, from the previous one: in a loss recovery
+ * that began while it was in STARTUP or DRAIN (and has not ended since). */
+int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b);

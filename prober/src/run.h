@@ -29,6 +29,7 @@ typedef struct {
     uint64_t lowat_bytes;           /* TCP_NOTSENT_LOWAT set, 0 = kernel default */
     uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */
     double drain_wnd_t;             /* when it last changed */
+    int overshoot_recovery;         /* in a recovery begun in BBR's STARTUP or DRAIN */
     ss_detector det;
     ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
     double ss_t;
