@@ -2,6 +2,9 @@
 over in a few milliseconds and every rule looks right; here each rule has a path where it
 alone is the right answer. Skipped, with the lab's reason, where the lab cannot run."""
 
+import json
+import subprocess
+
 import pytest
 
 from tests.lab.conftest import built_delayline, lab_ready, labctl, make_lab  # noqa: F401
@@ -80,3 +83,32 @@ def test_detector_bbr_wan_path_ends_by_bbr_plateau(make_lab):  # noqa: F811
     assert v["rule"] == "bbr_plateau", v
     # BBR's startup needs several rounds of doubling from 10 segments to reach 100 Mbit/s
     assert v["slow_start_end_s"] > 4 * path.rtt_ms / 1e3, v
+
+
+def test_qwreplay_reproduces_a_bbr_window_after_startup_losses(make_lab, tmp_path):  # noqa: F811
+    # A half-BDP buffer: BBR's STARTUP overshoots it and enters a loss recovery, which the
+    # window waits out per stream (measure.c keeps each stream's overshoot_recovery from
+    # sample to sample). bench/qwreplay.c must rebuild that state from the recorded samples
+    # alone, or its verdicts on recorded runs would not be the prober's.
+    lab = make_lab(rate_mbps=150, rtt_ms=70, queue_bytes=656250)
+    path = labctl.PathSpec(rate_mbps=150, rtt_ms=70, queue_bytes=656250)
+    res, events = validate(lab, path, "bbr", secs=5)
+    startup_recoveries = [
+        e
+        for e in events
+        if e["event"] == "sample"
+        for s in e["streams"]
+        if s["ca_state"] >= 2 and s["bbr"]["mode"] == "startup"
+    ]
+    assert startup_recoveries, "the overshoot the test is about did not happen"
+    rec = tmp_path / "run.jsonl"
+    rec.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    out = subprocess.run([str(qp.ROOT / "prober/build/qwreplay"), str(rec)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    head, line = out.stdout.splitlines()
+    row = dict(zip(head.split("\t"), line.split("\t")))
+    v = res["validate"]
+    assert float(row["pred_mbps"]) == pytest.approx(v["quick_bps"] / 1e6, abs=0.0005)
+    assert row["converged"] == ("1" if v["quick_converged"] else "0")
+    assert float(row["ci_pct"]) == pytest.approx(v["quick_ci_pct"], abs=0.005)
+    assert row["hold"] == (v["quick_held_by"] or "-")
