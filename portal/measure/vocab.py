@@ -240,4 +240,5 @@ QUICK_HOLDS = {
     "sawtooth": "too few level sawtooth cycles, and no standing queue to keep the link full through a cut",
     "loss_free": "too few loss-free packets to rule out random loss",
     "probe_rtt": "BBR was in PROBE_RTT",
+    "bw_rising": "BBR's bandwidth estimate was still rising",
 }

@@ -80,6 +80,7 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
         if (json_is_object(bbr)) {
             static const int rank[] = { 0, 2, 3, 1, 4 };    /* none startup drain bw rtt */
 
+            q->bw_bps += (uint64_t)num(bbr, "bw_bps");
             if (rank[m] > rank[q->bbr_mode])
                 q->bbr_mode = m;
         }

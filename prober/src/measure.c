@@ -217,6 +217,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
             q->mss_bytes = ti->mss_bytes;
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
+        q->bw_bps += ti->has_bbr ? ti->bbr_bw_bps : 0;
         if (ti->has_bbr)
             q->bbr_mode = worst_mode(q->bbr_mode,
                                      qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));

@@ -45,6 +45,7 @@ typedef struct {
     int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
                                    STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
+    uint64_t bw_bps;            /* BBR's bandwidth estimates summed (0: not BBR / unknown) */
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
@@ -74,7 +75,8 @@ typedef enum {
     QW_HOLD_CLIMBING,       /* cwnd is climbing back to slow-start's exit level */
     QW_HOLD_SAWTOOTH,       /* neither level loss cycles nor a link kept full by the queue */
     QW_HOLD_LOSS_FREE,      /* too few loss-free packets to rule out random loss */
-    QW_HOLD_PROBE_RTT       /* BBR is in PROBE_RTT */
+    QW_HOLD_PROBE_RTT,      /* BBR is in PROBE_RTT */
+    QW_HOLD_BW_RISING       /* BBR's bandwidth estimate is still rising */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -91,6 +93,7 @@ typedef struct {
     int excluded;           /* PROBE_RTT (or the round right after it): not steady state */
     double q_min;           /* smallest standing queue in it, in BDPs */
     int probe_bw;           /* BBR in PROBE_BW (every stream) throughout it */
+    uint64_t bw_bps;        /* BBR's bandwidth estimate (summed) at its end, 0 unknown */
 } qw_slice;
 
 /* The current estimate (also valid while still open). */
@@ -131,6 +134,7 @@ typedef struct {
     int prev_recovery;
     uint32_t min_rtt_us;
     int climbing;
+    int bw_rising;              /* BBR's bandwidth estimate rose through the counted part */
     uint64_t limited_us0;       /* limited_us when measuring started */
     double max_queue;           /* largest standing queue seen, in BDPs */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */

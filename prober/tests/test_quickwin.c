@@ -3,6 +3,7 @@
 #include "quickwin.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MSS 1448
 #define MAXN 20000
@@ -687,6 +688,49 @@ static void test_bbr_overshoot_recovery_waits(void)
     CHECK(qw_start_t(&w) >= 0.1 + 0.16 - 1e-9 && qw_start_t(&w) < 0.1 + 0.16 + 0.02);
 }
 
+/* BBR whose STARTUP ended below the link's rate climbs towards it one probe at a time, its
+ * bandwidth estimate and its rate together: too slowly for the halves to differ by the
+ * tolerance, so only the estimate's rise shows the window is still in a transient. The
+ * window holds (bw_rising), drops the climb and converges on the rate after it; without
+ * the estimate it converged on the climb, low. */
+static void test_bbr_rising_bandwidth_estimate_holds(void)
+{
+    qw_params p = defaults(1);
+    double bw;
+
+    z.n = 0;
+    for (int i = 0; i < 300; i++) {
+        bw = i < 75 ? 95e6 + 5e6 * i / 75 : 100e6;   /* +5 % over 1.5 s, then flat */
+        push(bw, 400 * MSS, 20000, 0, QW_BBR_PROBE_BW);
+        z.s[z.n - 1].bw_bps = (uint64_t)bw;
+    }
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.drops >= 1);
+    CHECK(qw_start_t(&w) > 0.6);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 0.015);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].bw_bps = 0;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.drops == 0);
+    CHECK(qw_result(&w)->rate_bps < 98.5e6);
+    /* a step of the estimate (at sample 45) with the rate flat: the window drops exactly
+     * what came before the estimate's new level, once */
+    z.n = 0;
+    for (int i = 0; i < 300; i++) {
+        push(100e6, 400 * MSS, 20000, 0, QW_BBR_PROBE_BW);
+        z.s[z.n - 1].bw_bps = (uint64_t)(i < 45 ? 95e6 : 100e6);
+    }
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED && w.drops == 1);
+    CHECK_NEAR(qw_start_t(&w), z.s[44].t_s, 1e-9);
+    CHECK(strcmp(qw_hold_name(QW_HOLD_BW_RISING), "bw_rising") == 0);
+}
+
 /* A window that never finds a steady moment (recovery throughout) gives up empty. */
 static void test_never_started(void)
 {
@@ -969,6 +1013,7 @@ int main(int argc, char **argv)
     test_bbr_probe_rtt_excluded();
     test_bbr_recovery_is_steady_state();
     test_bbr_overshoot_recovery_waits();
+    test_bbr_rising_bandwidth_estimate_holds();
     test_bbr_probe_rtt_cost();
     test_bbr_probe_rtt_whole_rounds();
     test_prediction_interval_parts();
