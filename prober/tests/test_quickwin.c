@@ -731,6 +731,31 @@ static void test_bbr_rising_bandwidth_estimate_holds(void)
     CHECK(strcmp(qw_hold_name(QW_HOLD_BW_RISING), "bw_rising") == 0);
 }
 
+/* Several flows' estimates summed sit above the rate the link delivers and drift as the
+ * flows trade share: a rise there is not the rate climbing, and nothing is dropped. */
+static void test_bbr_summed_estimates_above_rate_do_not_hold(void)
+{
+    qw_params p = defaults(1);
+
+    z.n = 0;
+    for (int i = 0; i < 300; i++) {
+        push(100e6, 400 * MSS, 20000, 0, QW_BBR_PROBE_BW);
+        z.s[z.n - 1].bw_bps = (uint64_t)(112e6 + 10e6 * (i < 60 ? i : 60) / 60); /* +12-22 % */
+    }
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.drops == 0);
+    CHECK_NEAR(qw_start_t(&w), z.s[0].t_s, 0.05);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 0.005);
+    /* the same climb starting at the rate: it is taken as the rate's, and dropped */
+    for (int i = 0; i < z.n; i++)
+        z.s[i].bw_bps = (uint64_t)(100e6 + 10e6 * (i < 60 ? i : 60) / 60);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.drops >= 1);
+}
+
 /* A window that never finds a steady moment (recovery throughout) gives up empty. */
 static void test_never_started(void)
 {
@@ -1014,6 +1039,7 @@ int main(int argc, char **argv)
     test_bbr_recovery_is_steady_state();
     test_bbr_overshoot_recovery_waits();
     test_bbr_rising_bandwidth_estimate_holds();
+    test_bbr_summed_estimates_above_rate_do_not_hold();
     test_bbr_probe_rtt_cost();
     test_bbr_probe_rtt_whole_rounds();
     test_prediction_interval_parts();
