@@ -10,6 +10,7 @@
  * Usage: qwreplay [-v] RUN.jsonl...   one tab-separated line per run (header first); the
  * hold column says what kept a window that fell back open. -v also prints, on stderr, each
  * slice the window closes: the estimate then and what held it open. */
+#include "opts.h"
 #include "quickwin.h"
 
 #include <jansson.h>
@@ -17,15 +18,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define REPLAY_STREAMS 128   /* the prober's -P limit */
-
 typedef struct {
     int bbr, cubic, nstreams, time_s;
     qw_params p;
     qw_window w;
     qw_sample last;         /* the latest sample, aggregated as window_sample does */
     uint32_t last_retrans;  /* its summed total_retrans */
-    int overshoot[REPLAY_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
+    int overshoot[QP_MAX_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
     int open, have_last;
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
@@ -73,7 +72,7 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
             q->mss_bytes = (uint32_t)num(st, "mss_bytes");
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
-        if (i < REPLAY_STREAMS) {
+        if (i < QP_MAX_STREAMS) {
             overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
             q->overshoot_recovery |= overshoot[i];
         }
