@@ -15,7 +15,11 @@ pytestmark = [pytest.mark.lab, pytest.mark.timeout(120)]
 
 def lab_for(make_lab, name):  # noqa: F811
     path = labctl.load_paths()[name]
-    return path, make_lab(**{k: getattr(path, k) for k in labctl.PathSpec.__dataclass_fields__})
+    return path, lab_of(make_lab, path)
+
+
+def lab_of(make_lab, path):  # noqa: F811
+    return make_lab(**{k: getattr(path, k) for k in labctl.PathSpec.__dataclass_fields__})
 
 
 def validate(lab, path, cc, secs=4):
@@ -90,8 +94,8 @@ def test_qwreplay_reproduces_a_bbr_window_after_startup_losses(make_lab, tmp_pat
     # window waits out per stream (measure.c keeps each stream's overshoot_recovery from
     # sample to sample). bench/qwreplay.c must rebuild that state from the recorded samples
     # alone, or its verdicts on recorded runs would not be the prober's.
-    lab = make_lab(rate_mbps=150, rtt_ms=70, queue_bytes=656250)
     path = labctl.PathSpec(rate_mbps=150, rtt_ms=70, queue_bytes=656250)
+    lab = lab_of(make_lab, path)
     res, events = validate(lab, path, "bbr", secs=5)
     startup_recoveries = [
         e
