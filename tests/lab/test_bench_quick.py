@@ -254,3 +254,24 @@ def test_bench_report_says_what_held_fallbacks_open(tmp_path):
         lines = list(csv.DictReader(fh))
     assert [x["held_by"] for x in lines if x["kind"] == "quick"] == held
     assert {x["held_by"] for x in lines if x["kind"] == "validate"} == {""}
+
+
+def test_bench_one_run_a_row_reports_no_spread():
+    # The large matrix runs once a row (--runs 1): a quick spread over its two estimates
+    # beside a 20 s "spread" of one run is no measure, so the verdict is n/a, not missed.
+    row = bench.default_matrix()[5]
+    m = {
+        "row": row,
+        "build": "b",
+        "lab": _lab_stats(),
+        "validate": [_validate(100e6, 102e6)],
+        "quick": [_quick(96e6, converged=False, full_bps=98e6)],
+    }
+    s, runs = bench.summarise_row(m)
+    assert s["quick_cv_pct"] is None and s["full_cv_pct"] is None and s["spread_ratio"] is None
+    c = bench.cc_summary([s], runs, row.cc)
+    assert c["spread_ratio"] is None and c["rows_spread_n"] == 0
+    assert bench.verdict_cc(c)["spread"] is None
+    lines, verdict = bench.summary_lines([s], runs)
+    assert verdict[row.cc]["spread"] is None
+    assert "spread n/a (no row with two runs)" in "\n".join(lines)
