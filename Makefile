@@ -56,7 +56,7 @@ bench-prober: venv prober
 
 bench-quick: venv prober
 	$(MAKE) -C prober lab
-	$(PY) prober/bench/bench_quick.py $(if $(FULL),--full,)
+	$(PY) prober/bench/bench_quick.py $(if $(FULL),--full,) $(if $(RUNS),--runs $(RUNS),)
 
 bench-portal: venv
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """How close is quick mode to a 20 s test? Measured over emulated WAN paths (the path lab).
 
-    make bench-quick            # default matrix: 13 rows, 17-20 min
-    make bench-quick FULL=1     # the large matrix: 147 rows, about 3 h 45 min
+    make bench-quick            # default matrix: 13 rows, about 24 min
+    make bench-quick FULL=1     # the large matrix: 147 rows, about 3 h 45 min (3 runs a row)
+    make bench-quick FULL=1 RUNS=1   # the same rows once each: about 1 h 45 min
     bench_quick.py --only caltech-cubic-P1 --seconds 5 --runs 1   # one row, short (smoke test)
     bench_quick.py --reuse      # rebuild the report from the kept runs (no traffic)
 
@@ -12,7 +13,9 @@ each, interleaved:
   validate -t 20: the 20 s result and what quick mode said on the same connection (paired)
   quick    -t 20: a separate quick-mode run (what a user of the portal gets)
 It writes prober/bench/report-quick.md, report-quick.csv (one line per run) and the figures
-(PNG), keeping the raw JSON Lines of every run in test-artifacts/bench-quick/ (not committed).
+(PNG), keeping the raw JSON Lines of every run in test-artifacts/bench-quick/ (not committed);
+the large matrix writes to prober/bench/full/ and test-artifacts/bench-quick-full/ instead,
+so that the two reports stand side by side.
 
 A quick estimate counts with the figure its user got: `quick_bps` when it converged (or,
 from a prober without `quick_converged`, when quick mode was entered), else the full run's
@@ -44,6 +47,8 @@ QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 PROBER = QUICKPROBE  # --prober: bench a candidate build without installing it
 BENCH_DIR = ROOT / "prober" / "bench"
 RUNS_DIR = ROOT / "test-artifacts" / "bench-quick"
+FULL_BENCH_DIR = BENCH_DIR / "full"  # the large matrix's report, beside the default one
+FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"
 NOTES = ROOT / ".coord" / "detector-notes.md"
 CCS = ("reno", "cubic", "bbr")
 # Issue 7's targets, per cc over the whole matrix.
@@ -963,9 +968,13 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the matrix rows and exit")
     ap.add_argument("--seconds", type=int, default=20, help="length of the full runs (default 20)")
     ap.add_argument("--runs", type=int, default=3, help="validate and quick runs per row (default 3)")
-    ap.add_argument("--out", type=Path, default=BENCH_DIR, help="where the report goes")
     ap.add_argument(
-        "--runs-dir", type=Path, default=RUNS_DIR, help=f"where the raw JSON Lines of every run go (default {RUNS_DIR})"
+        "--out", type=Path, help=f"where the report goes (default {BENCH_DIR}, with --full {FULL_BENCH_DIR})"
+    )
+    ap.add_argument(
+        "--runs-dir",
+        type=Path,
+        help=f"where the raw JSON Lines of every run go (default {RUNS_DIR}, with --full {FULL_RUNS_DIR})",
     )
     ap.add_argument(
         "--prober", type=Path, default=QUICKPROBE, help=f"the quickprobe binary to measure (default {QUICKPROBE})"
@@ -977,6 +986,8 @@ def main(argv=None) -> int:
     if not 1 <= a.runs <= 20:
         raise SystemExit(f"bench_quick: --runs {a.runs}: allowed 1-20")
     matrix = select(full_matrix() if a.full else default_matrix(), a.only)
+    a.out = a.out or (FULL_BENCH_DIR if a.full else BENCH_DIR)
+    a.runs_dir = a.runs_dir or (FULL_RUNS_DIR if a.full else RUNS_DIR)
     if a.list:
         for r in matrix:
             print(f"{r.id:36s} BDP {r.path.bdp_bytes / 1e6:6.2f} MB  {r.path.description}")
