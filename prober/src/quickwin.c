@@ -618,19 +618,8 @@ static int try_start(qw_window *w, const qw_sample *s)
     return 1;
 }
 
-/* 1 if a congestion event at a queue of q BDPs is a cut at the buffer's top that leaves
- * the link full: q is at least QW_QUEUE_SAME of the largest queue seen (a full buffer, not
- * a random loss lower down) and at least (1 - beta) / beta (beta x cwnd is still a BDP).
- * Such a cut is the sawtooth that link_full() proves harmless; even if a random loss, it
- * cost the rate nothing. */
-static int cut_at_top(const qw_window *w, double q)
-{
-    return w->p.beta > 0 && q >= (1.0 - w->p.beta) / w->p.beta && q >= QW_QUEUE_SAME * w->max_queue;
-}
-
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
- * that came and went between two samples. Any loss but a cut at the buffer's top
- * (cut_at_top, judged at the event's first sample) starts the loss-free count again. */
+ * that came and went between two samples. */
 static void count_events(qw_window *w, const qw_sample *s)
 {
     double q = queue_bdps(w, s);
@@ -651,11 +640,10 @@ static void count_events(qw_window *w, const qw_sample *s)
             w->peak_slice[w->npeaks++] = w->n;
         }
         w->run_peak = 0;
-        w->event_at_top = cut_at_top(w, q);
     }
     if (s->cwnd_bytes > w->run_peak)
         w->run_peak = s->cwnd_bytes;
-    if ((s->in_recovery || s->retrans != w->prev_retrans) && !w->event_at_top)
+    if (s->in_recovery || s->retrans != w->prev_retrans)
         w->clean_from_bytes = s->delivered_bytes;
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
@@ -671,12 +659,7 @@ static void count_events(qw_window *w, const qw_sample *s)
  * QW_CLEAN_PACKETS, which rules out p >= 1e-3. (At 95 %, 3,000, a lossy-path run whose
  * 3,400 packets after a cut went loss-free by chance read +90 %.) Rarer random loss on a
  * large window is not ruled out (that would take more packets than a 20 s run sends): such
- * a path can read high. A cut at the buffer's top (cut_at_top) does not start the count
- * again: it is the sawtooth the queue proof covers, and random or not it left the link
- * full. Counting it made the test unreachable wherever a sawtooth cycle is shorter than
- * the packets asked for: on a clean 100 Mbit/s x 50 ms path with a 1- or 2-BDP buffer CUBIC
- * cut every 1.5-2.5 s (2,000-3,500 packets of 8,948 bytes) against 5,000 asked, and every
- * window gave up at 5 s on an estimate within 0.1 % of the 20 s figure. */
+ * a path can read high. */
 static int loss_free(const qw_window *w, const qw_sample *s)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;

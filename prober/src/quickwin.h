@@ -138,9 +138,7 @@ typedef struct {
     uint64_t limited_us0;       /* limited_us when measuring started */
     double max_queue;           /* largest standing queue seen, in BDPs */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
-    uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen,
-                                   other than a cut at the buffer's top */
-    int event_at_top;           /* the latest congestion event was such a cut */
+    uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
     int varying;                /* the rate changed level with the link full throughout */

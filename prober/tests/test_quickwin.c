@@ -230,8 +230,7 @@ static void test_random_loss_voids_queue_proof(void)
 }
 
 /* Fill z with 6 s of a sawtooth: a congestion event every 0.5 s at the top of each cycle
- * (rate 70 -> 100 Mbit/s, cwnd 300 -> 600 MSS, the queue growing over the cycle to 0.4 BDP:
- * too little for CUBIC's cut to leave the link full, as the rate's dip says), every
+ * (rate 70 -> 100 Mbit/s, cwnd 300 -> 600 MSS, the queue growing over the cycle), every
  * cycle's peak fall x the one before (1.0: level). */
 static void push_sawtooth(double fall)
 {
@@ -242,7 +241,7 @@ static void push_sawtooth(double fall)
         double top = pow(fall, cyc);
 
         push((70e6 + 30e6 * ph / 24.0) * top, (uint64_t)((300 + 300 * ph / 24.0) * top) * MSS,
-             (uint32_t)(50000 * (1.0 + 0.4 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
+             (uint32_t)(50000 * (1.0 + 0.5 * (ph < 2 ? 1.0 : (ph - 2) / 22.0))), ph < 2,
              QW_BBR_NONE);
     }
     g_min_rtt_us = 0;
@@ -339,23 +338,20 @@ static void test_scattered_peaks_are_level(void)
     CHECK(w.state == QW_CONVERGED);
 }
 
-/* A full link (queue 0.55 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
+/* A full link (queue 0.6 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
  * packets a second, a window of 60): the queue proves a full buffer's cut harmless, but
  * the window waits for 5,000 loss-free packets (2.9 s; 10 / 3 W^2 would be 12,000) to rule
- * out random loss of 0.1 %; a retransmission at 2.5 s at a queue of 0.42 BDP starts the
- * count again (not a cut at the buffer's top: CUBIC's cut from there leaves the link
- * short; not below 0.75 of the top either, which would void the queue proof), and then
- * 5 s is not enough. The same retransmission at the full queue is a cut at the buffer's
- * top: the count runs on, and the window converges where it did without it. */
+ * out random loss of 0.1 %; a retransmission at 2.5 s starts the count again, and then
+ * 5 s is not enough. */
 static void test_loss_free_packets_before_the_queue_proof(void)
 {
     qw_params p = defaults(0);
     int k;
 
     z.n = 0;
-    g_min_rtt_us = 32000;
+    g_min_rtt_us = 31250;
     for (int i = 0; i < 300; i++)
-        push(20e6, 60 * MSS, 49600, 0, QW_BBR_NONE);
+        push(20e6, 60 * MSS, 50000, 0, QW_BBR_NONE);
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
     k = feed_from(0);
     CHECK(w.state == QW_CONVERGED);
@@ -365,55 +361,11 @@ static void test_loss_free_packets_before_the_queue_proof(void)
     CHECK(k > 0);
     for (int i = 125; i < z.n; i++)
         z.s[i].retrans = 1;
-    z.s[125].rtt_us = 32000 + 32000 * 42 / 100;
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
     feed_from(0);
     CHECK(w.state == QW_GAVE_UP);
     CHECK(qw_hold_of(&w) == QW_HOLD_LOSS_FREE);
     CHECK_STR(qw_hold_name(qw_hold_of(&w)), "loss_free");
-    z.s[125].rtt_us = 49600;
-    qw_open(&w, &p, 0.0, 60 * MSS, 0);
-    feed_from(0);
-    CHECK(w.state == QW_CONVERGED);
-    CHECK_NEAR(qw_end_t(&w), k >= 0 ? z.s[k].t_s : -1, 1e-12);
-    g_min_rtt_us = 0;
-}
-
-/* CUBIC on a clean path with a deep buffer: 100 Mbit/s, 8948-byte MSS (1,397 packets a
- * second), min RTT 50 ms, the queue climbing from 0.4 to 1 BDP over each 1.5 s cycle and
- * the buffer overflowing at its top (a one-sample recovery) every cycle, 2,100 packets
- * apart. The queue proves each cut leaves the link full, and the cuts at the top are that
- * sawtooth, not random loss: the window converges once 5,000 packets went by since it
- * started (3.58 s), on the link's rate. A cut at half the top queue once in it is a random
- * loss, which voids the proof: it gives up. */
-static void test_cuts_at_the_buffer_top_keep_the_loss_free_count(void)
-{
-    qw_params p = defaults(0);
-    const uint32_t mss = 8948;
-    int k;
-
-    z.n = 0;
-    g_min_rtt_us = 50000;
-    for (int i = 0; i < 300; i++) {
-        int ph = i % 75;
-
-        push(100e6, (uint64_t)((1.4 + 0.6 * ph / 74.0) * 700 * mss),
-             (uint32_t)(50000 * (1.4 + 0.6 * ph / 74.0)), ph == 74, QW_BBR_NONE);
-        z.s[i].mss_bytes = mss;
-    }
-    qw_open(&w, &p, 0.0, 980 * mss, 0);
-    k = feed_from(0);
-    CHECK(w.state == QW_CONVERGED);
-    CHECK(w.events == 2);
-    CHECK(qw_end_t(&w) >= 0.02 + 5000.0 * mss * 8 / 100e6);
-    CHECK(qw_end_t(&w) < 0.02 + 5000.0 * mss * 8 / 100e6 + 0.1);
-    CHECK(k > 0);
-    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 1e-3);
-    z.s[149].rtt_us = 50000 * 17 / 10;
-    qw_open(&w, &p, 0.0, 980 * mss, 0);
-    feed_from(0);
-    CHECK(w.state == QW_GAVE_UP);
-    CHECK(qw_hold_of(&w) == QW_HOLD_SAWTOOTH);
     g_min_rtt_us = 0;
 }
 
@@ -921,34 +873,29 @@ static void test_recorded_quick_windows(void)
     double pred, q;
     int cut = -1, full_at = -1;
 
-    /* CUBIC, one-BDP buffer: HyStart at 0.54 s, a cut at the buffer's top at 1.78 s; the
-     * queue (RTT 111 of 70 ms min) proves the link full, and 5,000 packets (9000-byte MTU)
-     * with no loss but that cut rule out random loss of 0.1 %: converged after them,
-     * counted from where measuring began at HyStart's exit (neither the cut nor the
-     * transient the window dropped, up to 1.18 s, starts the count again), 20 s predicted
-     * within 0.1 %. */
+    /* CUBIC, one-BDP buffer: HyStart at 0.54 s, a cut at 1.78 s; the queue (RTT 111 of
+     * 70 ms min) proves the link full, but only 5,000 loss-free packets (9000-byte MTU)
+     * after the recovery rule out random loss of 0.1 %: converged after them, 20 s
+     * predicted within 0.3 %. */
     pred = replay_predict("qw-cubic-1bdp.csv", 0);
     CHECK(w.state == QW_CONVERGED);
     for (int i = 0; i < z.n && z.s[i].t_s < qw_end_t(&w); i++)
         if (z.s[i].in_recovery)
             cut = i;
-    CHECK(cut > 0 && z.s[cut].t_s > 1.78 && z.s[cut].t_s > qw_start_t(&w));
-    for (int i = 0, from = -1; i < z.n && full_at < 0; i++) {
-        if (from < 0 && z.s[i].t_s >= w.open_t - 1e-9)
-            from = i;
-        if (from >= 0 && z.s[i].delivered_bytes >= z.s[from].delivered_bytes + 5000ull * 8948)
+    CHECK(cut > 0 && z.s[cut].t_s > 1.78);
+    for (int i = cut; i < z.n && full_at < 0; i++)
+        if (z.s[i].delivered_bytes >= z.s[cut].delivered_bytes + 5000ull * 8948)
             full_at = i;
-    }
     CHECK(full_at > 0 && qw_end_t(&w) >= z.s[full_at].t_s);
     CHECK(qw_end_t(&w) < z.s[full_at].t_s + 0.25);
-    CHECK(fabs(pred - 141480412.8) / 141480412.8 < 0.001);
+    CHECK(fabs(pred - 141480412.8) / 141480412.8 < 0.003);
     cut = full_at = -1;
     /* the same with +-2 ms jitter: slow-start ends at 0.66 s (cwnd 2.95 MB); the overshoot's
      * cut leaves cwnd below that and climbing back. The window does not end before the
-     * standing queue shows a full link (0.43 BDP); it converges at 3.54 s, 20 s predicted
-     * within 0.2 %. */
+     * standing queue shows a full link (0.43 BDP); here the 5,000 clean packets do not come
+     * by 5 s and it gives up, with an estimate within 0.2 %. */
     pred = replay_predict("qw-cubic-1bdp-jitter.csv", 0);
-    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.state == QW_GAVE_UP);
     for (int i = 0; i < z.n && full_at < 0; i++) {
         if (cut < 0 && z.s[i].in_recovery && z.s[i].t_s > 0.66)
             cut = i;
@@ -1086,7 +1033,6 @@ int main(int argc, char **argv)
     test_falling_peaks_are_a_transient();
     test_scattered_peaks_are_level();
     test_loss_free_packets_before_the_queue_proof();
-    test_cuts_at_the_buffer_top_keep_the_loss_free_count();
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();
     test_bbr_probe_rtt_excluded();
