@@ -3,7 +3,7 @@
 
     make bench-quick            # default matrix: 13 rows, about 24 min
     make bench-quick FULL=1     # the large matrix: 147 rows, about 3 h 45 min (3 runs a row)
-    make bench-quick FULL=1 RUNS=1   # the same rows once each: about 1 h 45 min
+    make bench-quick FULL=1 RUNS=1   # the same rows once each: about 85 min
     bench_quick.py --only caltech-cubic-P1 --seconds 5 --runs 1   # one row, short (smoke test)
     bench_quick.py --reuse      # rebuild the report from the kept runs (no traffic)
 

@@ -241,7 +241,7 @@ def converging_loopback_run(*args, attempts=3):
         # a busy CI box: a run held `varying` showed inst_bps of only 37.7-59.3 Gbit/s.)
         sse = run.one("slow_start_end")["t"]
         delivered = [
-            (e["t"], sum(s["bytes_acked"] + (s.get("sacked_bytes") or 0) for s in e["streams"]))
+            (e["t"], sum(s["bytes_acked"] + s["sacked_bytes"] for s in e["streams"]))
             for e in run.of("sample")
             if sse < e["t"] <= sse + 5.1
         ]
