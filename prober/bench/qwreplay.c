@@ -68,6 +68,8 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
                           (uint64_t)num(st, "sndbuf_limited_us")) / (n ? n : 1);
         if (rtt > q->rtt_us)
             q->rtt_us = rtt;
+        if (rtt && (q->rtt_lo_us == 0 || rtt < q->rtt_lo_us))
+            q->rtt_lo_us = rtt;
         if ((uint32_t)num(st, "mss_bytes") > q->mss_bytes)
             q->mss_bytes = (uint32_t)num(st, "mss_bytes");
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))

@@ -196,7 +196,8 @@ static qw_bbr_mode worst_mode(qw_bbr_mode a, qw_bbr_mode b)
     return rank[b] > rank[a] ? b : a;
 }
 
-/* The quick window's view of this sample: sums, the largest RTT, the worst BBR mode. */
+/* The quick window's view of this sample: sums, the largest and smallest RTT, the worst BBR
+ * mode. */
 static void window_sample(const qp_run *r, double t, qw_sample *q)
 {
     memset(q, 0, sizeof(*q));
@@ -213,6 +214,8 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;
+        if (ti->rtt_us && (q->rtt_lo_us == 0 || ti->rtt_us < q->rtt_lo_us))
+            q->rtt_lo_us = ti->rtt_us;
         if (ti->mss_bytes > q->mss_bytes)
             q->mss_bytes = ti->mss_bytes;
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))

@@ -9,7 +9,9 @@
  * - loss-based cc with congestion events in the window: a batch is whole sawtooth cycles,
  *   from one cwnd reduction to another (a cut resets the sawtooth: the regenerative
  *   method), and the part after the last reduction is left out;
- * - BBR: a batch is whole gain cycles, 8 x min RTT of counted time;
+ * - BBR: a batch is whole gain cycles, 8 x min RTT of counted time; until three are
+ *   complete, RTT slices batched as on the time basis below if a standing queue kept the
+ *   bottleneck busy in every slice (then the gain cycle leaves no mark on the rate);
  * - neither (no congestion event yet: cwnd limited by the receiver or a deep buffer): a
  *   batch is at least two RTT slices, with a fixed number of batches (at most 10), so the
  *   batches lengthen as the window does (Schmeiser's fixed-number-of-batches rule).
@@ -33,6 +35,11 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
+#define QW_BBR_BUSY_QUEUE 0.25  /* a standing queue this deep (BDPs) is one, not the min
+                                   RTT's bias: the smoothed RTT averages delay jitter that
+                                   the min RTT takes at its lowest (the lab's normal 2 ms
+                                   jitter on 70 ms read 0.07-0.10 BDP of "queue" in
+                                   slow-start's first rounds, the link nearly idle) */
 #define QW_QUEUE_SAME 0.75      /* queues within this ratio are the same level: the
                                    smoothed RTT (gain 1/8 per ACK) trails the queue and
                                    delay jitter blurs it */
@@ -294,6 +301,33 @@ static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
     return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE * w->p.tolerance);
 }
 
+/* BBR: 1 if every counted slice since measuring began kept a standing queue of
+ * QW_BBR_BUSY_QUEUE BDP at its lowest, read from the smallest smoothed RTT over the
+ * streams (a stream whose RTT estimate lags, in a recovery, must not prove it). Then the
+ * bottleneck never idled: it delivered at its rate through every phase of the gain cycle
+ * (the 0.75 phase drained the queue without emptying it, the 1.25 phase only lengthened
+ * it), so the cycle leaves no mark on the rate and the window need not wait for three
+ * whole cycles of 8 min RTTs to cut batches at them: RTT slices batched as on the time
+ * basis measure the same rate. On a 200 ms path
+ * three cycles take 4.8 s, which a window opened after STARTUP and DRAIN and bounded by
+ * --quick-max-ms seldom has (the large matrix's 200 ms BBR runs fell back with
+ * `few_batches` in 18 of 24). Without a standing queue (BBR in PROBE_BW alone on a path
+ * seldom keeps one: a 0.75 phase drains it) the cycle can show, and whole cycles stay the
+ * basis. */
+static int bbr_link_busy(const qw_window *w)
+{
+    int counted = 0;
+
+    for (int i = w->first; i < w->n; i++) {
+        if (w->s[i].excluded)
+            continue;
+        if (!(w->s[i].q_lo_min >= QW_BBR_BUSY_QUEUE))
+            return 0;
+        counted++;
+    }
+    return counted > 0;
+}
+
 /* Choose the basis and form the batches; returns the batch count (0 if none). On the
  * loss-cycle basis *tail_from is the first slice after the last whole cycle. */
 static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, double *secs,
@@ -309,6 +343,12 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
         nu = units_of_time(w, cyc, ub, ue);
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
+        if (nu < QW_MIN_CYCLE_BATCHES && bbr_link_busy(w)) {
+            *basis = QW_BASIS_TIME;
+            nu = units_of_time(w, 0, ub, ue);
+            min_b = QW_MIN_TIME_BATCHES;
+            per = QW_SLICES_PER_TIME_BATCH;
+        }
     } else if ((nu = units_loss_cycles(w, ub, ue)) >= QW_MIN_CYCLE_BATCHES) {
         *basis = QW_BASIS_LOSS_CYCLES;
         min_b = QW_MIN_CYCLE_BATCHES;
@@ -527,7 +567,8 @@ static void close_slice(qw_window *w, const qw_sample *s)
     sl->bytes = s->delivered_bytes > w->slice_bytes0 ? s->delivered_bytes - w->slice_bytes0 : 0;
     sl->events = w->events;
     sl->q_min = w->slice_qmin;
-    w->slice_qmin = INFINITY;
+    sl->q_lo_min = w->slice_qlo_min;
+    w->slice_qmin = w->slice_qlo_min = INFINITY;
     sl->probe_bw = !w->slice_not_bw;
     sl->bw_bps = s->bw_bps;
     w->slice_not_bw = s->bbr_mode != QW_BBR_PROBE_BW;
@@ -566,6 +607,16 @@ static double queue_bdps(const qw_window *w, const qw_sample *s)
     if (!w->min_rtt_us || s->rtt_us <= w->min_rtt_us)
         return 0;
     return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
+}
+
+/* queue_bdps from the smallest smoothed RTT over the streams: the queue at its least. */
+static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
+{
+    uint32_t rtt = s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us;
+
+    if (!w->min_rtt_us || rtt <= w->min_rtt_us)
+        return 0;
+    return (double)(rtt - w->min_rtt_us) / w->min_rtt_us;
 }
 
 /* 1 if a loss recovery at s keeps the window from starting or stopping there. A
@@ -613,7 +664,7 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->prev_recovery = 0;
     w->limited_us0 = s->limited_us;
     w->clean_from_bytes = s->delivered_bytes;
-    w->slice_qmin = INFINITY;
+    w->slice_qmin = w->slice_qlo_min = INFINITY;
     w->slice_not_bw = s->bbr_mode != QW_BBR_PROBE_BW;
     return 1;
 }
@@ -622,12 +673,14 @@ static int try_start(qw_window *w, const qw_sample *s)
  * that came and went between two samples. */
 static void count_events(qw_window *w, const qw_sample *s)
 {
-    double q = queue_bdps(w, s);
+    double q = queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
 
     if (q > w->max_queue)
         w->max_queue = q;
     if (q < w->slice_qmin)
         w->slice_qmin = q;
+    if (q_lo < w->slice_qlo_min)
+        w->slice_qlo_min = q_lo;
     if ((s->in_recovery && !w->prev_recovery) ||
         (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
         w->events++;

@@ -39,6 +39,9 @@ typedef struct {
                                    delivered: no stall during a loss recovery) */
     uint64_t cwnd_bytes;
     uint32_t rtt_us;            /* largest smoothed RTT */
+    uint32_t rtt_lo_us;         /* smallest smoothed RTT (0: take rtt_us): every stream
+                                   sees the bottleneck's queue, so this one is the least
+                                   it can be */
     uint32_t min_rtt_us;        /* smallest min RTT (BBR's own when known) */
     uint32_t retrans;           /* total retransmissions so far */
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
@@ -92,6 +95,7 @@ typedef struct {
     uint32_t events;        /* congestion events counted since the window started, at t1 */
     int excluded;           /* PROBE_RTT (or the round right after it): not steady state */
     double q_min;           /* smallest standing queue in it, in BDPs */
+    double q_lo_min;        /* ... from the smallest smoothed RTT over the streams */
     int probe_bw;           /* BBR in PROBE_BW (every stream) throughout it */
     uint64_t bw_bps;        /* BBR's bandwidth estimate (summed) at its end, 0 unknown */
 } qw_slice;
@@ -151,6 +155,7 @@ typedef struct {
     int last_differs;           /* loss-based: the latest slice ran at another level
                                    without a congestion event (last_slice_differs()) */
     double slice_qmin;          /* smallest queue in the current slice, in BDPs */
+    double slice_qlo_min;       /* ... from the smallest smoothed RTT */
     int slice_not_bw;           /* a sample of the current slice was not in PROBE_BW */
     uint64_t run_peak;          /* largest cwnd since the last congestion event */
     int npeaks;                 /* cwnd peaks that congestion events cut, and the slice */

@@ -461,6 +461,55 @@ static void test_bbr_probe_rtt_excluded(void)
     CHECK(k > 50);
 }
 
+/* BBR on a 200 ms path, PROBE_BW at a flat 100 Mbit/s: three whole gain cycles take
+ * 4.8 s. With a standing queue of half a BDP in every slice (smoothed RTT 300 ms) the
+ * bottleneck never idled, so RTT slices batched by time measure the rate: the window
+ * converges on the time basis after 10 slices of 300 ms, long before three cycles. The
+ * same series without a queue, with one slice whose queue drained to 0.05 BDP, or with
+ * a second stream whose smoothed RTT shows no queue, still waits for whole cycles: at
+ * that moment it is open, held by too few batches. */
+static void test_bbr_busy_link_needs_no_whole_cycles(void)
+{
+    qw_params p = defaults(1);
+    double end_t;
+    int k;
+
+    z.n = 0;
+    g_min_rtt_us = 200000;
+    for (int i = 0; i < 300; i++)
+        push(100e6, 400 * MSS, 300000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    k = feed_from(0);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(qw_result(&w)->basis == QW_BASIS_TIME);
+    CHECK(qw_result(&w)->batches == 5);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 1e-3);
+    end_t = qw_end_t(&w);
+    CHECK(end_t > 2.8 && end_t < 3.1);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].min_rtt_us = z.s[i].rtt_us;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    CHECK(feed_from(0) != k);
+    CHECK(qw_end_t(&w) > end_t + 1.0);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].min_rtt_us = 200000;
+    z.s[60].rtt_us = 210000;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    for (int i = 0; i <= k; i++)
+        CHECK(qw_feed(&w, &z.s[i]) == QW_OPEN);
+    CHECK(qw_hold_of(&w) == QW_HOLD_FEW_BATCHES);
+    /* two streams, the largest smoothed RTT showing the queue throughout, the smallest
+     * only at the start of the window: the queue at its least is what proves the link busy */
+    z.s[60].rtt_us = 300000;
+    for (int i = 0; i < z.n; i++)
+        z.s[i].rtt_lo_us = i < 40 ? 300000 : 205000;
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    for (int i = 0; i <= k; i++)
+        CHECK(qw_feed(&w, &z.s[i]) == QW_OPEN);
+    CHECK(qw_hold_of(&w) == QW_HOLD_FEW_BATCHES);
+    g_min_rtt_us = 0;
+}
+
 /* BBR in PROBE_BW throughout, 150 Mbit/s for the window's first 0.5 s and 250 after (cross
  * traffic left): the level change is the path's, not a transient of BBR's own, and may come
  * back at any time: the window does not converge (dropping the low part as a transient
@@ -981,6 +1030,21 @@ static void test_recorded_bbr_head_in_probe_bw_is_the_path(void)
     CHECK(w.drops == 1 && !w.varying && !w.head_differs);
     k = feed_open_until(k, 3.6);
     CHECK(k == z.n);
+    CHECK(w.state == QW_OPEN);
+    CHECK(w.head_differs);
+    /* A standing queue kept the link busy, so before three whole gain cycles the batches
+     * are RTT slices (bbr_link_busy), four of them at the recording's end: too few. With
+     * the off phase going on at its rate for 2 s more (a second transient dropped on the
+     * way holds the window for twice --quick-ms), seven whole cycles are the batches,
+     * their interval is within the tolerance, and the head alone holds the window. */
+    for (int i = 0; i < 100; i++) {
+        z.s[z.n] = z.s[z.n - 1];
+        z.s[z.n].t_s += 0.02;
+        z.s[z.n].delivered_bytes += (uint64_t)(rate * 0.02);
+        z.n++;
+    }
+    feed_from(k);
+    CHECK(w.state == QW_OPEN);
     CHECK(w.head_differs);
     CHECK(qw_hold_of(&w) == QW_HOLD_HEAD);
     CHECK(w.est.ci_frac < p.tolerance);
@@ -1045,6 +1109,7 @@ int main(int argc, char **argv)
     test_prediction_interval_parts();
     test_tail_faster_than_cycles_holds_window();
     test_bbr_level_change_is_the_path();
+    test_bbr_busy_link_needs_no_whole_cycles();
     test_noisy_rate_gives_up();
     test_never_started();
     test_recorded_quick_windows();
