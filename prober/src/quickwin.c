@@ -308,12 +308,11 @@ static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
  * (the 0.75 phase drained the queue without emptying it, the 1.25 phase only lengthened
  * it), so the cycle leaves no mark on the rate and the window need not wait for three
  * whole cycles of 8 min RTTs to cut batches at them: RTT slices batched as on the time
- * basis measure the same rate. On a 200 ms path
- * three cycles take 4.8 s, which a window opened after STARTUP and DRAIN and bounded by
- * --quick-max-ms seldom has (the large matrix's 200 ms BBR runs fell back with
- * `few_batches` in 18 of 24). Without a standing queue (BBR in PROBE_BW alone on a path
- * seldom keeps one: a 0.75 phase drains it) the cycle can show, and whole cycles stay the
- * basis. */
+ * basis measure the same rate. On a 200 ms path three cycles take 4.8 s, which a window
+ * opened after STARTUP and DRAIN and bounded by --quick-max-ms seldom has (the large
+ * matrix's 200 ms BBR runs fell back with `few_batches` in 18 of 24). Without a standing
+ * queue (BBR in PROBE_BW alone on a path seldom keeps one: a 0.75 phase drains it) the
+ * cycle can show, and whole cycles stay the basis. */
 static int bbr_link_busy(const qw_window *w)
 {
     int counted = 0;
@@ -600,23 +599,26 @@ static double slice_len(const qw_window *w)
     return ceil(floor_s / rtt - 1e-9) * rtt;
 }
 
-/* The standing queue in BDPs: (srtt - min RTT) / min RTT (a queue only builds at a full
- * link, whose rate x min RTT is the BDP); 0 without a min RTT. */
-static double queue_bdps(const qw_window *w, const qw_sample *s)
+/* The standing queue in BDPs that a smoothed RTT of srtt_us shows: (srtt - min RTT) / min
+ * RTT (a queue only builds at a full link, whose rate x min RTT is the BDP); 0 without a
+ * min RTT. */
+static double queue_at(const qw_window *w, uint32_t srtt_us)
 {
-    if (!w->min_rtt_us || s->rtt_us <= w->min_rtt_us)
+    if (!w->min_rtt_us || srtt_us <= w->min_rtt_us)
         return 0;
-    return (double)(s->rtt_us - w->min_rtt_us) / w->min_rtt_us;
+    return (double)(srtt_us - w->min_rtt_us) / w->min_rtt_us;
 }
 
-/* queue_bdps from the smallest smoothed RTT over the streams: the queue at its least. */
+/* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
+static double queue_bdps(const qw_window *w, const qw_sample *s)
+{
+    return queue_at(w, s->rtt_us);
+}
+
+/* ... from the smallest smoothed RTT over the streams: the queue at its least. */
 static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
 {
-    uint32_t rtt = s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us;
-
-    if (!w->min_rtt_us || rtt <= w->min_rtt_us)
-        return 0;
-    return (double)(rtt - w->min_rtt_us) / w->min_rtt_us;
+    return queue_at(w, s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us);
 }
 
 /* 1 if a loss recovery at s keeps the window from starting or stopping there. A
