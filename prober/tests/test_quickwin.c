@@ -461,6 +461,15 @@ static void test_bbr_probe_rtt_excluded(void)
     CHECK(k > 50);
 }
 
+/* Open the window and feed z up to sample k, each leaving it open; the hold it has then. */
+static qw_hold open_through(const qw_params *p, int k)
+{
+    qw_open(&w, p, 0.0, 400 * MSS, 0);
+    for (int i = 0; i <= k; i++)
+        CHECK(qw_feed(&w, &z.s[i]) == QW_OPEN);
+    return qw_hold_of(&w);
+}
+
 /* BBR on a 200 ms path, PROBE_BW at a flat 100 Mbit/s: three whole gain cycles take
  * 4.8 s. With a standing queue of half a BDP in every slice (smoothed RTT 300 ms) the
  * bottleneck never idled, so RTT slices batched by time measure the rate: the window
@@ -488,25 +497,19 @@ static void test_bbr_busy_link_needs_no_whole_cycles(void)
     CHECK(end_t > 2.8 && end_t < 3.1);
     for (int i = 0; i < z.n; i++)
         z.s[i].min_rtt_us = z.s[i].rtt_us;
-    qw_open(&w, &p, 0.0, 400 * MSS, 0);
-    CHECK(feed_from(0) != k);
+    CHECK(open_through(&p, k) == QW_HOLD_FEW_BATCHES);
+    CHECK(feed_from(k + 1) > k);
     CHECK(qw_end_t(&w) > end_t + 1.0);
     for (int i = 0; i < z.n; i++)
         z.s[i].min_rtt_us = 200000;
     z.s[60].rtt_us = 210000;
-    qw_open(&w, &p, 0.0, 400 * MSS, 0);
-    for (int i = 0; i <= k; i++)
-        CHECK(qw_feed(&w, &z.s[i]) == QW_OPEN);
-    CHECK(qw_hold_of(&w) == QW_HOLD_FEW_BATCHES);
+    CHECK(open_through(&p, k) == QW_HOLD_FEW_BATCHES);
     /* two streams, the largest smoothed RTT showing the queue throughout, the smallest
      * only at the start of the window: the queue at its least is what proves the link busy */
     z.s[60].rtt_us = 300000;
     for (int i = 0; i < z.n; i++)
         z.s[i].rtt_lo_us = i < 40 ? 300000 : 205000;
-    qw_open(&w, &p, 0.0, 400 * MSS, 0);
-    for (int i = 0; i <= k; i++)
-        CHECK(qw_feed(&w, &z.s[i]) == QW_OPEN);
-    CHECK(qw_hold_of(&w) == QW_HOLD_FEW_BATCHES);
+    CHECK(open_through(&p, k) == QW_HOLD_FEW_BATCHES);
     g_min_rtt_us = 0;
 }
 
