@@ -4,8 +4,9 @@
  * A validate run records every sample of a whole -t run and the connection's own -t
  * figure, so a change to the window can be judged on many recorded paths in seconds,
  * paired with the truth of the same connection, without sending a byte. The window is
- * opened at the slow_start_end event with the sample printed just before it and fed
- * each later sample, exactly as measure.c does (window_sample, check_ss_end).
+ * opened at the slow_start_end event with the sample printed just before it, told the
+ * largest smoothed RTT of the samples before, and fed each later sample, exactly as
+ * measure.c does (window_sample, check_ss_end).
  *
  * Usage: qwreplay [-v] RUN.jsonl...   one tab-separated line per run (header first); the
  * hold column says what kept a window that fell back open. -v also prints, on stderr, each
@@ -26,6 +27,8 @@ typedef struct {
     uint32_t last_retrans;  /* its summed total_retrans */
     int overshoot[QP_MAX_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
     int open, have_last;
+    uint32_t peak_rtt_us;   /* largest smoothed RTT before the window opened, as measure.c
+                               keeps it */
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
     int verbose;            /* -v: trace every slice on stderr */
@@ -121,6 +124,7 @@ static void open_window(replay *r, const json_t *ev)
     json_array_foreach(streams, i, st)
         exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
+    qw_seen_rtt(&r->w, r->peak_rtt_us);
     r->open = 1;
     feed(r);
 }
@@ -168,6 +172,8 @@ static int replay_file(const char *path, replay *r)
         } else if (strcmp(kind, "sample") == 0) {
             aggregate(ev, &r->last, &r->last_retrans, r->overshoot);
             r->have_last = 1;
+            if (!r->open && r->last.rtt_us > r->peak_rtt_us)
+                r->peak_rtt_us = r->last.rtt_us;
             if (r->open)
                 feed(r);
         } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {

@@ -161,6 +161,9 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
 
+    for (int i = 0; i < r->n && !r->quick_open; i++)
+        if (r->streams[i].ti.rtt_us > r->peak_rtt_us)
+            r->peak_rtt_us = r->streams[i].ti.rtt_us;
     if (r->out.ss_ended)
         return;
     for (int i = 0; i < r->n; i++) {
@@ -183,6 +186,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
     p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
+    qw_seen_rtt(&r->qw, r->peak_rtt_us);
     r->quick_open = 1;
     out_phase("measuring", a->t);
 }

@@ -35,7 +35,7 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
-#define QW_BBR_BUSY_QUEUE 0.25  /* a standing queue this deep (BDPs) is one, not the min
+#define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
                                    RTT's bias: the smoothed RTT averages delay jitter that
                                    the min RTT takes at its lowest (the lab's normal 2 ms
                                    jitter on 70 ms read 0.07-0.10 BDP of "queue" in
@@ -69,6 +69,12 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->start_after_loss = after_loss;
     w->est.ci_frac = -1;
     w->hold = QW_HOLD_NOT_STARTED;
+}
+
+/* Record the largest smoothed RTT seen before the window opened (see quickwin.h). */
+void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
+{
+    w->seen_rtt_us = rtt_us;
 }
 
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
@@ -301,26 +307,30 @@ static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
     return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE * w->p.tolerance);
 }
 
-/* BBR: 1 if every counted slice since measuring began kept a standing queue of
- * QW_BBR_BUSY_QUEUE BDP at its lowest, read from the smallest smoothed RTT over the
- * streams (a stream whose RTT estimate lags, in a recovery, must not prove it). Then the
- * bottleneck never idled: it delivered at its rate through every phase of the gain cycle
- * (the 0.75 phase drained the queue without emptying it, the 1.25 phase only lengthened
- * it), so the cycle leaves no mark on the rate and the window need not wait for three
- * whole cycles of 8 min RTTs to cut batches at them: RTT slices batched as on the time
- * basis measure the same rate. On a 200 ms path three cycles take 4.8 s, which a window
- * opened after STARTUP and DRAIN and bounded by --quick-max-ms seldom has (the large
- * matrix's 200 ms BBR runs fell back with `few_batches` in 18 of 24). Without a standing
- * queue (BBR in PROBE_BW alone on a path seldom keeps one: a 0.75 phase drains it) the
- * cycle can show, and whole cycles stay the basis. */
-static int bbr_link_busy(const qw_window *w)
+/* 1 if every counted slice since measuring began kept a standing queue of QW_BUSY_QUEUE
+ * BDP at its lowest, read from the smallest smoothed RTT over the streams (a stream whose
+ * RTT estimate lags, in a recovery, must not prove it). Then the bottleneck never idled
+ * in the counted part: whatever cwnd or the pacing gain did, the flow got what the link
+ * gives it.
+ * - BBR: the gain cycle leaves no mark on the rate (the 0.75 phase drained the queue
+ *   without emptying it, the 1.25 phase only lengthened it), so the window need not wait
+ *   for three whole cycles of 8 min RTTs to cut batches at them: RTT slices batched as on
+ *   the time basis measure the same rate. On a 200 ms path three cycles take 4.8 s, which
+ *   a window opened after STARTUP and DRAIN and bounded by --quick-max-ms seldom has (the
+ *   large matrix's 200 ms BBR runs fell back with `few_batches` in 18 of 24). Without a
+ *   standing queue (BBR in PROBE_BW alone on a path seldom keeps one: a 0.75 phase drains
+ *   it) the cycle can show, and whole cycles stay the basis.
+ * - Loss-based cc: cwnd climbing back towards slow-start's level after the cut that ended
+ *   it no longer moves the rate: a larger cwnd only lengthens the queue (see
+ *   converged()). */
+static int link_busy(const qw_window *w)
 {
     int counted = 0;
 
     for (int i = w->first; i < w->n; i++) {
         if (w->s[i].excluded)
             continue;
-        if (!(w->s[i].q_lo_min >= QW_BBR_BUSY_QUEUE))
+        if (!(w->s[i].q_lo_min >= QW_BUSY_QUEUE))
             return 0;
         counted++;
     }
@@ -342,7 +352,7 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
         nu = units_of_time(w, cyc, ub, ue);
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
-        if (nu < QW_MIN_CYCLE_BATCHES && bbr_link_busy(w)) {
+        if (nu < QW_MIN_CYCLE_BATCHES && link_busy(w)) {
             *basis = QW_BASIS_TIME;
             nu = units_of_time(w, 0, ub, ue);
             min_b = QW_MIN_TIME_BATCHES;
@@ -738,6 +748,25 @@ static int link_full(const qw_window *w, const qw_sample *s)
     return queue_bdps(w, s) >= (1.0 - w->p.beta) / w->p.beta;
 }
 
+/* 1 if the buffer has been seen to hold (1 - beta) / beta BDP: the largest standing queue
+ * seen, slow-start's overshoot before the window opened included, was that deep. Every
+ * queue seen is a depth the buffer holds, so a cut from a full buffer leaves cwnd at beta
+ * x (1 + that depth) BDP or more, still the BDP: the link stays full through it, as
+ * link_full's proof says of the queue seen now. Slow-start's overshoot is the usual
+ * witness, as it ends on a full buffer: Reno at 100 Mbit/s x 140 ms, 2-BDP buffer, 4
+ * streams showed 419 ms of smoothed RTT at its loss (2 BDP of queue), then cut to 1.5 BDP
+ * and climbs back by one packet per round a stream, so that its queue reaches link_full's
+ * 1 BDP only seconds later and a whole sawtooth cycle takes longer than a 20 s run.
+ * Void, as link_full's proof is, once a loss came at a queue clearly below that depth. */
+static int buffer_deep(const qw_window *w)
+{
+    double seen = fmax(w->max_queue, queue_at(w, w->seen_rtt_us));
+
+    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * seen))
+        return 0;
+    return seen >= (1.0 - w->p.beta) / w->p.beta;
+}
+
 /* 1 if the cwnd peaks that the window's cycles were cut at do not fall. Falling peaks are a
  * sawtooth still on its way down from slow-start's level to where random loss holds it (the
  * lab's lossy path: peaks of 1.56, 1.37 and 1.07 MB while the rate stayed at the link's
@@ -786,8 +815,10 @@ static int peaks_level(const qw_window *w)
  *   cwnd peaks do not fall (peaks_level: not slow-start's level falling to where random
  *   loss holds cwnd);
  * - or the standing queue proves a full buffer's cut now would leave the link full
- *   (link_full: a full buffer holds at least the queue seen now) and enough packets went
- *   by without a loss to rule out random loss that would matter (loss_free);
+ *   (link_full: a full buffer holds at least the queue seen now), or a deeper queue seen
+ *   before did (buffer_deep) and a standing queue kept the link full throughout the
+ *   counted part (link_busy), and enough packets went by without a loss to rule out random
+ *   loss that would matter (loss_free);
  * - or cwnd does not matter: the stream spent most of the window limited by the
  *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
 static qw_hold sawtooth_known(const qw_window *w, const qw_sample *s)
@@ -800,7 +831,7 @@ static qw_hold sawtooth_known(const qw_window *w, const qw_sample *s)
         return QW_HOLD_NONE;
     if (span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us)
         return QW_HOLD_NONE;
-    if (!link_full(w, s))
+    if (!link_full(w, s) && !(buffer_deep(w) && link_busy(w)))
         return QW_HOLD_SAWTOOTH;
     return loss_free(w, s) ? QW_HOLD_NONE : QW_HOLD_LOSS_FREE;
 }
@@ -840,8 +871,9 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_RECOVERY;
     /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut): the
      * rate climbs with it until a standing queue shows the link is full (from there on a
-     * larger cwnd only lengthens the queue) */
-    if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !link_full(w, s))
+     * larger cwnd only lengthens the queue): now and through a cut (link_full), or in
+     * every counted slice (link_busy), so that no part of the estimate was read below it */
+    if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !link_full(w, s) && !link_busy(w))
         return QW_HOLD_CLIMBING;
     if (w->bw_rising)
         return QW_HOLD_BW_RISING;

@@ -141,6 +141,8 @@ typedef struct {
     int bw_rising;              /* BBR's bandwidth estimate rose through the counted part */
     uint64_t limited_us0;       /* limited_us when measuring started */
     double max_queue;           /* largest standing queue seen, in BDPs */
+    uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
+                                   the streams: slow-start's overshoot), 0 unknown */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
@@ -172,6 +174,11 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
 
 /* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
 qw_state qw_feed(qw_window *w, const qw_sample *s);
+
+/* Tell a window just opened the largest smoothed RTT (the largest over the streams) seen
+ * before it opened: slow-start's overshoot filled the buffer, and the queue it showed is
+ * a depth the buffer holds (see buffer_deep() in quickwin.c). */
+void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
 
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the
  * estimate of what it measured up to its last slice. */

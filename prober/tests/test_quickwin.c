@@ -369,6 +369,52 @@ static void test_loss_free_packets_before_the_queue_proof(void)
     g_min_rtt_us = 0;
 }
 
+/* Open the window at 0 on z (Reno, after a loss), tell it the overshoot's srtt, feed it. */
+static void open_seen(const qw_params *p, uint64_t exit_cwnd, uint32_t seen_rtt_us)
+{
+    qw_open(&w, p, 0.0, exit_cwnd, 1);
+    qw_seen_rtt(&w, seen_rtt_us);
+    feed_from(0);
+}
+
+/* Reno (beta 0.5) on a 2-BDP buffer after slow-start's overshoot, 100 Mbit/s, min RTT 50
+ * ms: cut to 1.5 BDP, cwnd climbs back (a packet a sample) with a queue of 0.5-0.62
+ * BDP, far from the whole BDP that link_full asks of the queue now, and no cut in 6 s.
+ * Without more the window gives up. An overshoot that showed 150 ms of srtt (2 BDP) proves
+ * the buffer: a cut from it leaves 1.5 BDP. The window then converges once the loss-free
+ * packets are in (5,000 MSS: 0.58 s), so at min_s. An overshoot of 0.8 BDP proves
+ * nothing for Reno; nor does a deep one when a slice's queue fell to 0.1 BDP, where the
+ * climb may have moved the rate (held: climbing). */
+static void test_overshoot_proves_a_deep_buffer(void)
+{
+    qw_params p = defaults(0);
+    const double bdp = 100e6 / 8 * 0.05 / MSS;
+    const uint64_t exit_cwnd = (uint64_t)(3 * bdp) * MSS;
+
+    p.beta = 0.5;
+    z.n = 0;
+    g_min_rtt_us = 50000;
+    for (int i = 0; i < 300; i++)
+        push(100e6, (uint64_t)(1.5 * bdp + i) * MSS, 75000 + 20 * i, 0, QW_BBR_NONE);
+    open_seen(&p, exit_cwnd, 0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_EQ(qw_hold_of(&w), QW_HOLD_SAWTOOTH);
+    open_seen(&p, exit_cwnd, 150000);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(qw_end_t(&w) >= 0.95);
+    CHECK(qw_end_t(&w) < 1.1);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 1e-3);
+    open_seen(&p, exit_cwnd, 90000);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_EQ(qw_hold_of(&w), QW_HOLD_SAWTOOTH);
+    for (int i = 20; i < 25; i++)
+        z.s[i].rtt_us = 55000;
+    open_seen(&p, exit_cwnd, 150000);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_EQ(qw_hold_of(&w), QW_HOLD_CLIMBING);
+    g_min_rtt_us = 0;
+}
+
 /* On / off cross traffic (1 s at 100 Mbit/s, 1 s at 70 from 0.4 s on, cwnd and queue
  * unchanged): the window drops changes of level as transients, but after the second it
  * has to span twice min_s and sees the next change: it never reports one phase as the rate
@@ -1100,6 +1146,7 @@ int main(int argc, char **argv)
     test_falling_peaks_are_a_transient();
     test_scattered_peaks_are_level();
     test_loss_free_packets_before_the_queue_proof();
+    test_overshoot_proves_a_deep_buffer();
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();
     test_bbr_probe_rtt_excluded();
