@@ -106,7 +106,7 @@ static void feed(replay *r)
     fprintf(stderr, "  t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d  %s",
             r->last.t_s, r->w.n, r->w.first, e->rate_bps / 1e6, e->ci_frac * 100, e->batches,
             hold ? hold : "converged");
-    /* the cwnd peaks that cuts ended, in the counted part (peaks_level() judges them) */
+    /* the cwnd peaks that cuts ended, in the counted part (peaks_level() in qwloss.c judges them) */
     for (int i = 0; i < r->w.npeaks; i++)
         if (r->w.peak_slice[i] >= r->w.first)
             fprintf(stderr, " %lu", (unsigned long)(r->w.peak[i] / 1000));

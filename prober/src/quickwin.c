@@ -24,8 +24,12 @@
  *
  * BBR's PROBE_RTT (4 packets in flight for 200 ms every 10 s) is not steady state: its
  * slices, and the slice right after it, are left out and the window extends across them.
- * The window does not start in DRAIN or PROBE_RTT or in a loss recovery. */
-#include "quickwin.h"
+ * The window does not start in DRAIN or PROBE_RTT or in a loss recovery.
+ *
+ * A loss-based cc's own rules (its cycles, the queue that proves a cut leaves the link
+ * full, loss-free packets) are in qwloss.c; the full run's figure predicted from the
+ * window, in qwpredict.c. */
+#include "qwint.h"
 
 #include <math.h>
 #include <string.h>
@@ -40,20 +44,7 @@
                                    the min RTT takes at its lowest (the lab's normal 2 ms
                                    jitter on 70 ms read 0.07-0.10 BDP of "queue" in
                                    slow-start's first rounds, the link nearly idle) */
-#define QW_QUEUE_SAME 0.75      /* queues within this ratio are the same level: the
-                                   smoothed RTT (gain 1/8 per ACK) trails the queue and
-                                   delay jitter blurs it */
-#define QW_LEVEL_CHANGE 3       /* halves this many tolerances apart with the link full are
-                                   the path changing (cross traffic), not noise: see
-                                   level_changed_at_full_link() */
-#define QW_TREND_PEAKS 5        /* cwnd peaks from which their trend, beside their range,
-                                   can show they do not fall: see peaks_level() */
-#define QW_CLEAN_PACKETS 5000  /* at most this many loss-free packets are asked for (rules
-                                   out random loss >= 1e-3 at 99.3 %): see loss_free() */
 #define BBR_UNIT 256
-#define BBR_MIN_RTT_WIN_S 10.0  /* tcp_bbr.c: bbr_min_rtt_win_sec */
-#define BBR_PROBE_RTT_S 0.2     /* tcp_bbr.c: bbr_probe_rtt_mode_ms */
-#define BBR_CWND_MIN_PACKETS 4  /* tcp_bbr.c: bbr_cwnd_min_target, cwnd in PROBE_RTT */
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -206,37 +197,9 @@ const char *qw_hold_text(qw_hold h)
     return h > QW_HOLD_NONE && (size_t)h < NHOLDS ? hold_names[h].text : NULL;
 }
 
-/* Units (consecutive counted stretches) of the window, by basis: [begin, end) slice
- * index pairs in ub / ue; returns the count. */
-static int units_loss_cycles(const qw_window *w, int *ub, int *ue)
-{
-    int u = 0, from = w->start_after_loss ? 0 : -1;
-    uint32_t at = 0, per = w->p.streams > 1 ? (uint32_t)w->p.streams : 1;
-
-    /* A slice whose end shows more events than the slice before holds a reduction: the
-     * cycles run from one such slice end to the next. With n streams the aggregate renews
-     * only when every stream's sawtooth has: a cycle is n reductions (one per stream on
-     * average), else eight streams give three "cycles" in a fifth of a second. */
-    if (from >= 0) {
-        from = w->first;
-        at = w->first ? w->s[w->first - 1].events : 0;
-    }
-    for (int i = w->first; i < w->n && u < QW_MAX_SLICES; i++) {
-        uint32_t before = i ? w->s[i - 1].events : 0;
-
-        if (w->s[i].events == before || (from >= 0 && w->s[i].events - at < per))
-            continue;
-        if (from >= 0 && i + 1 > from) {
-            ub[u] = from;
-            ue[u++] = i + 1;
-        }
-        from = i + 1;
-        at = w->s[i].events;
-    }
-    return u;
-}
-
-/* Units of at least len seconds of counted (not excluded) slices each. */
+/* Units (consecutive counted stretches, which batches group) of at least len seconds of
+ * counted (not excluded) slices each: [begin, end) slice index pairs in ub / ue; returns the
+ * count. */
 static int units_of_time(const qw_window *w, double len, int *ub, int *ue)
 {
     int u = 0, from = -1;
@@ -259,7 +222,7 @@ static int units_of_time(const qw_window *w, double len, int *ub, int *ue)
 }
 
 /* Sum the counted bytes and seconds of slices [b, e). */
-static void unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs)
+void qw_unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs)
 {
     for (int i = b; i < e; i++) {
         if (w->s[i].excluded)
@@ -284,27 +247,9 @@ static int make_batches(const qw_window *w, const int *ub, const int *ue, int nu
         first[b] = ub[b * per];
         bytes[b] = secs[b] = 0;
         for (int k = b * per; k < last; k++)
-            unit_sum(w, ub[k], ue[k], &bytes[b], &secs[b]);
+            qw_unit_sum(w, ub[k], ue[k], &bytes[b], &secs[b]);
     }
     return nb;
-}
-
-/* 1 if the slices after the last whole loss cycle (from slice from on, at least two of
- * them) ran faster than the cycles' rate by more than QW_LEVEL_CHANGE tolerances. They
- * begin at a cut, where a sawtooth is at its slowest (or, with the link full, at the
- * link's rate, like the cycles): faster than the cycles is the path giving the flow more,
- * cross traffic gone. The batches leave this part out, so without this test a window
- * converged on the cycles while the rate after them had changed (an off-matrix path,
- * 40 % cross traffic 2 s on / 3 s off: four cycles at 30 Mbit/s, then 50 for the last
- * 0.3 s of the window, reported -28 %). */
-static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
-{
-    double bytes = 0, secs = 0;
-
-    if (w->n - from < 2 || cycles_rate <= 0)
-        return 0;
-    unit_sum(w, from, w->n, &bytes, &secs);
-    return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE * w->p.tolerance);
 }
 
 /* 1 if every counted slice since measuring began kept a standing queue of QW_BUSY_QUEUE
@@ -323,7 +268,7 @@ static int tail_above_cycles(const qw_window *w, int from, double cycles_rate)
  * - Loss-based cc: cwnd climbing back towards slow-start's level after the cut that ended
  *   it no longer moves the rate: a larger cwnd only lengthens the queue (see
  *   converged()). */
-static int link_busy(const qw_window *w)
+int qw_link_busy(const qw_window *w)
 {
     int counted = 0;
 
@@ -352,13 +297,13 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
         nu = units_of_time(w, cyc, ub, ue);
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
-        if (nu < QW_MIN_CYCLE_BATCHES && link_busy(w)) {
+        if (nu < QW_MIN_CYCLE_BATCHES && qw_link_busy(w)) {
             *basis = QW_BASIS_TIME;
             nu = units_of_time(w, 0, ub, ue);
             min_b = QW_MIN_TIME_BATCHES;
             per = QW_SLICES_PER_TIME_BATCH;
         }
-    } else if ((nu = units_loss_cycles(w, ub, ue)) >= QW_MIN_CYCLE_BATCHES) {
+    } else if ((nu = qw_units_loss_cycles(w, ub, ue)) >= QW_MIN_CYCLE_BATCHES) {
         *basis = QW_BASIS_LOSS_CYCLES;
         min_b = QW_MIN_CYCLE_BATCHES;
         per = 1;
@@ -400,32 +345,17 @@ static int halves_differ(const double *bytes, const double *secs, int nb, int h)
     return fabs(m[1] - m[0]) / se > qw_t95(2 * h - 2);
 }
 
-/* 1 if more than half of the counted slices [from, to) held a standing queue of
- * (1 - beta) / beta BDP: a cut there leaves the link full. */
-static int mostly_full(const qw_window *w, int from, int to)
-{
-    int full = 0, all = 0;
-
-    for (int i = from; i < to; i++) {
-        if (w->s[i].excluded)
-            continue;
-        all++;
-        full += w->s[i].q_min >= (1.0 - w->p.beta) / w->p.beta;
-    }
-    return all > 0 && 2 * full > all;
-}
-
 /* 1 if slices [from, to) ran at a level the batches (rate r) do not: apart by more than
  * QW_LEVEL_CHANGE tolerances and beyond the batches' scatter scaled to their length (a
  * stretch's mean varies as a batch's does, by length; the batches' mean too; 95 %). */
-static int stretch_differs(const qw_window *w, int from, int to, const double *bytes,
-                           const double *secs, int nb, double r)
+int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes,
+                       const double *secs, int nb, double r)
 {
     double hb = 0, hs = 0, tb = 0, var = 0;
 
     if (nb < 2 || to <= from)
         return 0;
-    unit_sum(w, from, to, &hb, &hs);
+    qw_unit_sum(w, from, to, &hb, &hs);
     if (hs <= 0 || fabs(hb / hs - r) <= QW_LEVEL_CHANGE * w->p.tolerance * r)
         return 0;
     for (int i = 0; i < nb; i++) {
@@ -446,9 +376,9 @@ static int all_probe_bw(const qw_window *w, int from, int to)
 
 /* 1 if the slices since measuring began that no batch counts ([0, upto): transients
  * dropped after slow-start, the part before the first whole cycle) ran at a level the
- * batches do not (stretch_differs) while the flow was taking what the path gives it:
+ * batches do not (qw_stretch_differs) while the flow was taking what the path gives it:
  * - loss-based cc: a standing queue kept the link full through most of them
- *   (mostly_full). At a full link the flow's rate is the link's share whatever its cwnd
+ *   (qw_mostly_full). At a full link the flow's rate is the link's share whatever its cwnd
  *   does. (An off-matrix path, Reno at 5 Mbit/s x 30 ms, 2.5 BDP buffer, 40 % cross
  *   traffic 2 s on / 3 s off: the window dropped the on phase's 2.9 Mbit/s as transients,
  *   counted whole loss cycles from 1.5 s on, all in the off phase, and converged on 4.8:
@@ -466,26 +396,9 @@ static int head_differs(const qw_window *w, int upto, const double *bytes, const
 {
     if (upto < 2)
         return 0;
-    if (w->p.bbr ? !all_probe_bw(w, 0, w->n) : w->p.beta <= 0 || !mostly_full(w, 0, upto))
+    if (w->p.bbr ? !all_probe_bw(w, 0, w->n) : w->p.beta <= 0 || !qw_mostly_full(w, 0, upto))
         return 0;
-    return stretch_differs(w, 0, upto, bytes, secs, nb, r);
-}
-
-/* Loss-based cc: 1 if the latest slice holds no congestion event yet ran at a level the
- * batches do not (stretch_differs). The flow's own dips come with its cuts; without one,
- * the path changed under it in this very slice, and the window must not stop on it. (An
- * off-matrix path, CUBIC at 400 Mbit/s x 60 ms with 40 % cross traffic 2 s on / 3 s off:
- * the window had counted the off phase at 397 Mbit/s; the cross traffic came back with a
- * queue that proved the link full, and the window converged on that slice, itself at 288,
- * on +22.9 %.) */
-static int last_slice_differs(const qw_window *w, const double *bytes, const double *secs,
-                              int nb, double r)
-{
-    int last = w->n - 1;
-
-    if (w->p.bbr || last < 1 || w->s[last].excluded || w->s[last].events != w->s[last - 1].events)
-        return 0;
-    return stretch_differs(w, last, w->n, bytes, secs, nb, r);
+    return qw_stretch_differs(w, 0, upto, bytes, secs, nb, r);
 }
 
 /* Recompute the estimate; 1 if it is complete enough to be judged (enough batches).
@@ -505,9 +418,9 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
         return 0;
     r = qw_batch_ci(bytes, secs, nb, &ci);
     /* the batches hold every whole cycle, so r is the cycles' rate */
-    w->tail_above = basis == QW_BASIS_LOSS_CYCLES && tail_above_cycles(w, tail_from, r);
+    w->tail_above = basis == QW_BASIS_LOSS_CYCLES && qw_tail_above_cycles(w, tail_from, r);
     w->head_differs = head_differs(w, first[0], bytes, secs, nb, r);
-    w->last_differs = last_slice_differs(w, bytes, secs, nb, r);
+    w->last_differs = qw_last_slice_differs(w, bytes, secs, nb, r);
     w->est.rate_bps = r * 8.0;
     w->est.ci_frac = ci;
     w->est.batches = nb;
@@ -562,7 +475,7 @@ static int bw_rising(const qw_window *w)
     if (!w->p.bbr || from == 0 || w->n <= w->first ||
         (double)to <= (1.0 + w->p.tolerance) * (double)from)
         return 0;
-    unit_sum(w, w->first, w->n, &bytes, &secs);
+    qw_unit_sum(w, w->first, w->n, &bytes, &secs);
     return secs > 0 && (double)from <= (1.0 + w->p.tolerance) * 8.0 * bytes / secs;
 }
 
@@ -612,7 +525,7 @@ static double slice_len(const qw_window *w)
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows: (srtt - min RTT) / min
  * RTT (a queue only builds at a full link, whose rate x min RTT is the BDP); 0 without a
  * min RTT. */
-static double queue_at(const qw_window *w, uint32_t srtt_us)
+double qw_queue_at(const qw_window *w, uint32_t srtt_us)
 {
     if (!w->min_rtt_us || srtt_us <= w->min_rtt_us)
         return 0;
@@ -620,15 +533,15 @@ static double queue_at(const qw_window *w, uint32_t srtt_us)
 }
 
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
-static double queue_bdps(const qw_window *w, const qw_sample *s)
+double qw_queue_bdps(const qw_window *w, const qw_sample *s)
 {
-    return queue_at(w, s->rtt_us);
+    return qw_queue_at(w, s->rtt_us);
 }
 
 /* ... from the smallest smoothed RTT over the streams: the queue at its least. */
 static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
 {
-    return queue_at(w, s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us);
+    return qw_queue_at(w, s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us);
 }
 
 /* 1 if a loss recovery at s keeps the window from starting or stopping there. A
@@ -685,7 +598,7 @@ static int try_start(qw_window *w, const qw_sample *s)
  * that came and went between two samples. */
 static void count_events(qw_window *w, const qw_sample *s)
 {
-    double q = queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
+    double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
 
     if (q > w->max_queue)
         w->max_queue = q;
@@ -712,128 +625,6 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->clean_from_bytes = s->delivered_bytes;
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
-}
-
-/* 1 if no loss was seen over enough packets delivered to rule out random loss that would
- * matter. The link-full proof covers the losses of a full buffer, not random ones: those
- * cut again at any cwnd (at 0.1 % they halve a 100 Mbit/s x 60 ms flow's rate: on the
- * lab's lossy path windows that ended between two random losses read +70 %). A window of
- * W packets survives random loss only while p <= 1.5 / W^2 (Mathis et al.: rate = 1.22 MSS
- * / (RTT sqrt p)), and n loss-free packets rule out p >= 5 / n at 99.3 % ((1 - p)^n <=
- * e^-5): so 10 / 3 W^2 clean packets, W the whole cwnd (all streams: the stricter), at most
- * QW_CLEAN_PACKETS, which rules out p >= 1e-3. (At 95 %, 3,000, a lossy-path run whose
- * 3,400 packets after a cut went loss-free by chance read +90 %.) Rarer random loss on a
- * large window is not ruled out (that would take more packets than a 20 s run sends): such
- * a path can read high. */
-static int loss_free(const qw_window *w, const qw_sample *s)
-{
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;
-    double need = fmin(QW_CLEAN_PACKETS, 5.0 / 1.5 * win * win);
-
-    /* delivered counts SACKed segments x MSS, which can step back a little as they are
-     * cumulatively acked: never let that wrap */
-    if (s->delivered_bytes <= w->clean_from_bytes)
-        return 0;
-    return (double)(s->delivered_bytes - w->clean_from_bytes) >= need * mss;
-}
-
-/* 1 if the standing queue proves the link is full and stays full through a cut now: the
- * queue in BDPs is at least (1 - beta) / beta. The proof assumes cuts come from a full
- * buffer; a loss seen at a queue clearly below one the buffer has held (less than
- * QW_QUEUE_SAME of it) is a random loss, which cuts again at any cwnd: the proof is void. */
-static int link_full(const qw_window *w, const qw_sample *s)
-{
-    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * w->max_queue))
-        return 0;
-    return queue_bdps(w, s) >= (1.0 - w->p.beta) / w->p.beta;
-}
-
-/* 1 if the buffer has been seen to hold (1 - beta) / beta BDP: the largest standing queue
- * seen, slow-start's overshoot before the window opened included, was that deep. Every
- * queue seen is a depth the buffer holds, so a cut from a full buffer leaves cwnd at beta
- * x (1 + that depth) BDP or more, still the BDP: the link stays full through it, as
- * link_full's proof says of the queue seen now. Slow-start's overshoot is the usual
- * witness, as it ends on a full buffer: Reno at 100 Mbit/s x 140 ms, 2-BDP buffer, 4
- * streams showed 419 ms of smoothed RTT at its loss (2 BDP of queue), then cut to 1.5 BDP
- * and climbs back by one packet per round a stream, so that its queue reaches link_full's
- * 1 BDP only seconds later and a whole sawtooth cycle takes longer than a 20 s run.
- * Void, as link_full's proof is, once a loss came at a queue clearly below that depth. */
-static int buffer_deep(const qw_window *w)
-{
-    double seen = fmax(w->max_queue, queue_at(w, w->seen_rtt_us));
-
-    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * seen))
-        return 0;
-    return seen >= (1.0 - w->p.beta) / w->p.beta;
-}
-
-/* 1 if the cwnd peaks that the window's cycles were cut at do not fall. Falling peaks are a
- * sawtooth still on its way down from slow-start's level to where random loss holds it (the
- * lab's lossy path: peaks of 1.56, 1.37 and 1.07 MB while the rate stayed at the link's
- * 99 Mbit/s, then 55 for the rest of the run): its cycles so far are a transient, not the
- * steady state. Random loss cuts at any point of a cycle, so the peaks of a sawtooth that
- * has settled scatter without falling (a corpus path, CUBIC at 100 Mbit/s x 15 ms with
- * 0.2 % loss: 17 peaks between 268 and 384 KB around 370 for 4 s, the rate at the link's
- * 99.4 throughout, and a test of their range held the window open to the end). So the
- * peaks are level when the smallest is QW_QUEUE_SAME of the largest or, with QW_TREND_PEAKS
- * peaks or more, when their least-squares line does not fall by more than 1 - QW_QUEUE_SAME
- * from the first peak to the last (with fewer, a line cannot tell a fall from scatter). On a
- * steady fall the two agree (the line's ends are the first and last peak). */
-static int peaks_level(const qw_window *w)
-{
-    double y[QW_MAX_PEAKS], lo = INFINITY, hi = 0, ym = 0, sxy = 0, sxx = 0, slope, xm;
-    int k = 0;
-
-    for (int i = 0; i < w->npeaks; i++) {
-        if (w->peak_slice[i] < w->first)
-            continue;
-        y[k] = (double)w->peak[i];
-        lo = fmin(lo, y[k]);
-        hi = fmax(hi, y[k]);
-        ym += y[k++];
-    }
-    if (hi == 0 || lo >= QW_QUEUE_SAME * hi)
-        return 1;
-    if (k < QW_TREND_PEAKS)
-        return 0;
-    ym /= k;
-    xm = (k - 1) / 2.0;
-    for (int i = 0; i < k; i++) {
-        sxy += (i - xm) * (y[i] - ym);
-        sxx += (i - xm) * (i - xm);
-    }
-    slope = sxy / sxx;
-    return ym + slope * xm >= QW_QUEUE_SAME * (ym - slope * xm);
-}
-
-/* Loss-based cc: QW_HOLD_NONE if the window has seen what the sawtooth does to the rate,
- * or can tell that it does nothing to it; else what it lacks (QW_HOLD_SAWTOOTH, or
- * QW_HOLD_LOSS_FREE when only the loss-free packets are missing). A cut sets cwnd to beta x cwnd, and the link stays full only
- * if that is still at least the BDP, i.e. if the queue at the cut is at least
- * (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So the window may stop when
- * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) whose
- *   cwnd peaks do not fall (peaks_level: not slow-start's level falling to where random
- *   loss holds cwnd);
- * - or the standing queue proves a full buffer's cut now would leave the link full
- *   (link_full: a full buffer holds at least the queue seen now), or a deeper queue seen
- *   before did (buffer_deep) and a standing queue kept the link full throughout the
- *   counted part (link_busy), and enough packets went by without a loss to rule out random
- *   loss that would matter (loss_free);
- * - or cwnd does not matter: the stream spent most of the window limited by the
- *   receiver's window or its send buffer (no sawtooth then: cwnd stops growing). */
-static qw_hold sawtooth_known(const qw_window *w, const qw_sample *s)
-{
-    double span_us = (s->t_s - w->start_t) * 1e6;
-
-    if (w->p.bbr)
-        return QW_HOLD_NONE;
-    if (w->est.basis == QW_BASIS_LOSS_CYCLES && peaks_level(w))
-        return QW_HOLD_NONE;
-    if (span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us)
-        return QW_HOLD_NONE;
-    if (!link_full(w, s) && !(buffer_deep(w) && link_busy(w)))
-        return QW_HOLD_SAWTOOTH;
-    return loss_free(w, s) ? QW_HOLD_NONE : QW_HOLD_LOSS_FREE;
 }
 
 /* What keeps the window from stopping at sample s with the estimate just computed (full:
@@ -871,13 +662,14 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_RECOVERY;
     /* cwnd climbing back to where slow-start left it (CUBIC after HyStart and a cut): the
      * rate climbs with it until a standing queue shows the link is full (from there on a
-     * larger cwnd only lengthens the queue): now and through a cut (link_full), or in
-     * every counted slice (link_busy), so that no part of the estimate was read below it */
-    if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !link_full(w, s) && !link_busy(w))
+     * larger cwnd only lengthens the queue): now and through a cut (qw_link_full), or in
+     * every counted slice (qw_link_busy), so that no part of the estimate was read below it */
+    if (e->basis != QW_BASIS_LOSS_CYCLES && w->climbing && !qw_link_full(w, s) &&
+        !qw_link_busy(w))
         return QW_HOLD_CLIMBING;
     if (w->bw_rising)
         return QW_HOLD_BW_RISING;
-    saw = sawtooth_known(w, s);
+    saw = qw_sawtooth_known(w, s);
     if (saw != QW_HOLD_NONE)
         return saw;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
@@ -897,7 +689,7 @@ static int transient_may_go(const qw_window *w, int mid)
  * starting or stopping), not a transient of the flow's own, and it may come back at any
  * time; the window cannot know the schedule, so it does not converge.
  * - Loss-based cc: a standing queue of (1 - beta) / beta BDP in most slices of each half
- *   (mostly_full): the link is full, and the flow's rate is what the link gives it,
+ *   (qw_mostly_full): the link is full, and the flow's rate is what the link gives it,
  *   whatever its cwnd does. Most, not every: when cross traffic stops, the queue it held
  *   drains for a round or two before the flow's cwnd refills it, and that dip is the
  *   change itself (an off-matrix path, 40 % cross traffic 2 s on / 3 s off, CUBIC: the
@@ -923,7 +715,7 @@ static int level_changed_at_full_link(const qw_window *w, int mid)
     }
     if (w->p.beta <= 0 || !w->halves_differ)
         return 0;
-    return mostly_full(w, w->first, mid) && mostly_full(w, mid, w->n);
+    return qw_mostly_full(w, w->first, mid) && qw_mostly_full(w, mid, w->n);
 }
 
 /* The two halves of the window disagree: the first half was still a transient (cwnd
@@ -1007,7 +799,7 @@ void qw_stop(qw_window *w)
         /* Too short for batches: the plain mean of what was counted, no interval. */
         double b = 0, t = 0;
 
-        unit_sum(w, w->first, w->n, &b, &t);
+        qw_unit_sum(w, w->first, w->n, &b, &t);
         w->est.rate_bps = t > 0 ? b * 8.0 / t : 0;
         w->est.counted_s = t;
         w->est.ci_frac = -1;
@@ -1018,98 +810,6 @@ void qw_stop(qw_window *w)
 const qw_estimate *qw_result(const qw_window *w)
 {
     return &w->est;
-}
-
-/* The share of the link a PROBE_RTT visit leaves idle. It does not stop the flow: each
- * stream keeps 4 packets in flight (tcp_bbr.c, bbr_cwnd_min_target), which deliver
- * 4 x MSS x streams per min RTT; only the rest of the BDP goes unfilled. With jumbo
- * frames, a short RTT or several streams that is far from all of it (8 streams of 9000
- * bytes on a 150 Mbit/s x 30 ms path kept two thirds of the rate through the visit). With
- * several streams out of step, each visit costs that stream's share less its 4 packets:
- * the same sum. */
-static double probe_rtt_shortfall(const qw_window *w, double min_rtt_s)
-{
-    double bdp = w->est.rate_bps / 8.0 * min_rtt_s;
-    double mss = w->mss_bytes ? w->mss_bytes : 1448;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
-
-    if (bdp <= 0)
-        return 1;
-    return fmax(0, 1 - BBR_CWND_MIN_PACKETS * mss * streams / bdp);
-}
-
-/* Seconds a PROBE_RTT visit keeps the flow at 4 packets a stream, plus the round in which
- * the pipe refills after it. tcp_bbr.c holds inflight at 4 packets for "max(200 ms, 1
- * round)", but it checks for the end only when an ACK arrives (bbr_update_min_rtt ->
- * bbr_check_probe_rtt_done), and with 4 packets in flight the ACKs come in one bunch a
- * round: the hold ends at the first bunch after 200 ms, a whole number of min RTTs. On a
- * 180 ms path that is 360 ms, not 200 (a lab run lost 0.55 s of delivery to its visit,
- * where 200 ms + a round predicted 0.38, and read +0.9 % high); below 100 ms the rounding
- * is under a round. */
-static double probe_rtt_visit_s(double min_rtt_s)
-{
-    double hold = min_rtt_s * fmax(1, ceil(BBR_PROBE_RTT_S / min_rtt_s - 1e-6));
-
-    return hold + min_rtt_s;
-}
-
-/* The prediction's 95 % half-width, as a fraction of p->rate_bps. Its parts, in quadrature:
- * - the rest of the run is a new stretch of the same process, whose own mean varies too
- *   (batch variance x batch length / its length, next to the window's counted_s): the
- *   window's variance grows by 1 + counted / rest;
- * - the end, which the window cannot see: the model drains the last bytes in one smoothed
- *   RTT, but recorded runs took one to four (a loss among the last bytes, a PROBE_RTT that
- *   falls in the drain; 5.5 with a tail loss's RTO on a 150 ms path, which this does not
- *   cover), the link idle for part of it: one RTT of the steady rate. With several streams,
- *   two: they finish unevenly (each drains what it still holds), and the last ones alone
- *   may not fill the pipe. In one bench run the 15 multi-stream validate runs left the link
- *   idle for 0 to 2.1 srtt of their drain (4 BBR streams at 10 Mbit/s x 150 ms: 0.5, 1.6
- *   and 2.1, 0.4-1.9 % of the run, against intervals of 1-2.5 %), the single-stream runs
- *   for none: a lone stream drains at the full rate;
- * - several BBR streams' PROBE_RTT visits: out of step, the other streams take up part of
- *   the share a visiting stream leaves, from none of it to nearly all (8 streams on a
- *   100 Mbit/s x 90 ms path lost a third of the cost the model counts): half that cost.
- * (Off the bench's matrix, 4- and 8-stream BBR runs read 0.2-1.1 % from their 20 s figure
- * with intervals of 0.06-0.24 %: 7 of 10 such converged runs fell outside.) */
-static double prediction_ci(const qw_window *w, const qw_prediction *p, double full_s,
-                            double rest, double steady)
-{
-    double fig = p->rate_bps * full_s / 8.0, rate = w->est.rate_bps / 8.0;
-    double sampling = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
-                      steady / 8.0 / fig;
-    double end = (w->p.streams > 1 ? 2 : 1) * rate * (w->slice_rtt_us / 1e6) / fig;
-    double visits = w->p.streams > 1 ? 0.5 * rate * p->probe_rtt_s / fig : 0;
-
-    return sqrt(sampling * sampling + end * end + visits * visits);
-}
-
-/* The figure a full run of full_s seconds would report (see quickwin.h). */
-qw_prediction qw_predict(const qw_window *w, double full_s)
-{
-    qw_prediction p = { 0, -1, 0 };
-    double rest, steady;
-
-    if (w->start_t < 0 || w->est.rate_bps <= 0 || full_s <= 0)
-        return p;
-    /* The full run's figure is over its bytes' time: they are written until full_s and
-     * the last is acked about one smoothed RTT later, the link busy all the while. */
-    full_s += w->slice_rtt_us / 1e6;
-    rest = fmax(0, full_s - w->start_t);
-    /* BBR re-probes its min RTT when the estimate is 10 s old (4 packets a stream for
-     * probe_rtt_visit_s), and the 10 s start again after it; the window left it out. */
-    if (w->p.bbr) {
-        double mrtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
-        double prt = probe_rtt_visit_s(mrtt);
-
-        p.probe_rtt_s = floor(full_s / (BBR_MIN_RTT_WIN_S + prt)) * prt *
-                        probe_rtt_shortfall(w, mrtt);
-    }
-    p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
-    steady = w->est.rate_bps * (rest - p.probe_rtt_s);
-    p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
-    if (w->est.ci_frac >= 0 && p.rate_bps > 0)
-        p.ci_frac = prediction_ci(w, &p, full_s, rest, steady);
-    return p;
 }
 
 /* When measuring began, -1 if it never did. */

@@ -379,7 +379,7 @@ static void open_seen(const qw_params *p, uint64_t exit_cwnd, uint32_t seen_rtt_
 
 /* Reno (beta 0.5) on a 2-BDP buffer after slow-start's overshoot, 100 Mbit/s, min RTT 50
  * ms: cut to 1.5 BDP, cwnd climbs back (a packet a sample) with a queue of 0.5-0.62
- * BDP, far from the whole BDP that link_full asks of the queue now, and no cut in 6 s.
+ * BDP, far from the whole BDP that qw_link_full asks of the queue now, and no cut in 6 s.
  * Without more the window gives up. An overshoot that showed 150 ms of srtt (2 BDP) proves
  * the buffer: a cut from it leaves 1.5 BDP. The window then converges once the loss-free
  * packets are in (5,000 MSS: 0.58 s), so at min_s. An overshoot of 0.8 BDP proves
@@ -1082,7 +1082,7 @@ static void test_recorded_bbr_head_in_probe_bw_is_the_path(void)
     CHECK(w.state == QW_OPEN);
     CHECK(w.head_differs);
     /* A standing queue kept the link busy, so before three whole gain cycles the batches
-     * are RTT slices (bbr_link_busy), four of them at the recording's end: too few. With
+     * are RTT slices (qw_link_busy), four of them at the recording's end: too few. With
      * the off phase going on at its rate for 2 s more (a second transient dropped on the
      * way holds the window for twice --quick-ms), seven whole cycles are the batches,
      * their interval is within the tolerance, and the head alone holds the window. */
