@@ -161,7 +161,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
 
-    for (int i = 0; i < r->n && !r->quick_open; i++)
+    /* the quick window's witness of the buffer (qw_seen_rtt); a full run has no window */
+    for (int i = 0; i < r->n && !r->quick_open && r->o->mode != MODE_FULL; i++)
         if (r->streams[i].ti.rtt_us > r->peak_rtt_us)
             r->peak_rtt_us = r->streams[i].ti.rtt_us;
     if (r->out.ss_ended)

@@ -116,15 +116,22 @@ static int loss_free(const qw_window *w, const qw_sample *s)
     return (double)(s->delivered_bytes - w->clean_from_bytes) >= need * mss;
 }
 
-/* 1 if the standing queue proves the link is full and stays full through a cut now: the
- * queue in BDPs is at least (1 - beta) / beta. The proof assumes cuts come from a full
- * buffer; a loss seen at a queue clearly below one the buffer has held (less than
- * QW_QUEUE_SAME of it) is a random loss, which cuts again at any cwnd: the proof is void. */
+/* 1 if a buffer at least depth BDPs deep keeps the link full through a cut from it: depth
+ * is at least (1 - beta) / beta. The proof assumes cuts come from a full buffer; a loss seen
+ * at a queue clearly below the deepest one the buffer has held (less than QW_QUEUE_SAME of
+ * it) is a random loss, which cuts again at any cwnd: the proof is void. */
+static int cut_leaves_link_full(const qw_window *w, double depth, double deepest)
+{
+    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * deepest))
+        return 0;
+    return depth >= (1.0 - w->p.beta) / w->p.beta;
+}
+
+/* 1 if the standing queue proves the link is full and stays full through a cut now (a full
+ * buffer holds at least the queue seen now). */
 int qw_link_full(const qw_window *w, const qw_sample *s)
 {
-    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * w->max_queue))
-        return 0;
-    return qw_queue_bdps(w, s) >= (1.0 - w->p.beta) / w->p.beta;
+    return cut_leaves_link_full(w, qw_queue_bdps(w, s), w->max_queue);
 }
 
 /* 1 if the buffer has been seen to hold (1 - beta) / beta BDP: the largest standing queue
@@ -141,9 +148,7 @@ static int buffer_deep(const qw_window *w)
 {
     double seen = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
 
-    if (w->p.beta <= 0 || (w->events && w->loss_queue < QW_QUEUE_SAME * seen))
-        return 0;
-    return seen >= (1.0 - w->p.beta) / w->p.beta;
+    return cut_leaves_link_full(w, seen, seen);
 }
 
 /* 1 if the cwnd peaks that the window's cycles were cut at do not fall. Falling peaks are a
