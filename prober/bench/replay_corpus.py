@@ -36,10 +36,12 @@ import labctl  # noqa: E402
 REPLAY = ROOT / "prober" / "build" / "qwreplay"
 
 
-def draw_row(rng: random.Random, mtu: int = 9000) -> bq.Row:
+def draw_row(rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline") -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
-    the path, would set the result above that."""
+    the path, would set the result above that. A kernel bottleneck (tbf, htb) has no cross
+    traffic (the delay line's source cannot share the kernel's queue): the same seed draws
+    the same paths with it left out."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -54,6 +56,10 @@ def draw_row(rng: random.Random, mtu: int = 9000) -> bq.Row:
     path = bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross)
     if mtu != path.mtu:
         path = dataclasses.replace(path, mtu=mtu, name=f"{path.name}-m{mtu}")
+    if bottleneck != "delayline":
+        path = dataclasses.replace(
+            path, bottleneck=bottleneck, cross_mbps=0.0, name=re.sub(r"-x[^-]+", "", path.name) + f"-k{bottleneck}"
+        )
     return bq.Row(path, cc, streams)
 
 
@@ -66,7 +72,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu)
+        row = draw_row(rng, a.mtu, a.bottleneck)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             for k in range(a.runs):
@@ -122,6 +128,12 @@ def main(argv=None) -> int:
     c.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "corpus")
     c.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     c.add_argument("--mtu", type=int, default=9000, help="the lab's MTU (default 9000; 1500: standard Ethernet)")
+    c.add_argument(
+        "--bottleneck",
+        choices=labctl.BOTTLENECKS,
+        default="delayline",
+        help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
+    )
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)

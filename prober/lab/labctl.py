@@ -4,6 +4,7 @@
     labctl.py up --path caltech                  # a named path from paths.json
     labctl.py up --rate 100M --rtt 50ms --queue 1M --loss 0.001 [--iperf2] [--server-window 256K]
                  [--jitter 2ms [--jitter-dist normal]] [--cross 40M --cross-on 1s --cross-off 1s]
+                 [--bottleneck tbf|htb]          # the kernel's shaper as the bottleneck (README)
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -59,6 +60,8 @@ NEAR_DEV = "qpl0"
 FAR_DEV = "qpl1"
 IPERF3_PORT = 5201
 IPERF2_PORT = 5001
+BOTTLENECKS = ("delayline", "tbf", "htb")
+IFB_DEV = "qplb"
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
@@ -129,6 +132,12 @@ class PathSpec:
     cross_mbps: float = 0.0
     cross_on_ms: float = 1000.0
     cross_off_ms: float = 0.0
+    # Where the data direction's bottleneck (rate and drop-tail queue) is: the delay line's own
+    # model ("delayline"), or the kernel's tbf or htb + bfifo on the far namespace's ingress
+    # (through an ifb device), the delay line then only delaying: a second, independent
+    # emulation (token-bucket bursts, hrtimer release) to check that quick mode does not
+    # depend on the delay line's exact serialisation.
+    bottleneck: str = "delayline"
 
     def __post_init__(self):
         problems = []
@@ -152,6 +161,10 @@ class PathSpec:
             problems.append(
                 f"cross on/off {self.cross_on_ms:g}/{self.cross_off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)"
             )
+        if self.bottleneck not in BOTTLENECKS:
+            problems.append(f"bottleneck {self.bottleneck!r} (allowed: {', '.join(BOTTLENECKS)})")
+        elif self.bottleneck != "delayline" and self.cross_mbps:
+            problems.append("cross traffic with a kernel bottleneck (allowed only with bottleneck delayline)")
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -305,6 +318,8 @@ class Lab:
         self._start_delayline()
         self._configure(self.near_ns, NEAR_DEV, NEAR_ADDR, FAR_ADDR)
         self._configure(self.far_ns, FAR_DEV, FAR_ADDR, NEAR_ADDR)
+        if self.path.bottleneck != "delayline":
+            self._kernel_bottleneck()
         if self.want_server:
             self._start_server()
 
@@ -391,6 +406,10 @@ class Lab:
             "--rt-prio",
             str(self.rt_prio),
         ]
+        if p.bottleneck != "delayline":
+            # The kernel's qdisc on the far side is the data direction's bottleneck: the delay
+            # line only delays (and drops at random) on the way there.
+            argv += ["--fwd-rate", "0"]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
         if p.cross_mbps:
@@ -428,6 +447,42 @@ class Lab:
         self._ns_cmd(ns, ["ip", "link", "set", "lo", "up"])
         self._ns_cmd(ns, ["ip", "link", "set", dev, "mtu", str(self.path.mtu), "txqueuelen", "10000", "up"])
         self._ns_cmd(ns, ["ip", "addr", "add", addr, "peer", f"{peer}/32", "dev", dev])
+
+    def _kernel_bottleneck(self) -> None:
+        """The data direction's bottleneck as the kernel's tbf (token bucket, hrtimer release,
+        a burst of a few packets or 1 ms at the rate) or htb with a bfifo leaf, with the
+        path's queue in bytes, on the far side's ingress: qpl1's ingress is redirected to an
+        ifb device, whose egress qdisc shapes it before the far stack sees the packets."""
+        p, ns = self.path, self.far_ns
+        rate = f"{int(p.rate_bps)}bit"
+        burst = max(3 * (p.mtu + 14), int(p.rate_bps / 8 / 1000))
+        cmds = [
+            f"ip link add {IFB_DEV} type ifb",
+            f"ip link set {IFB_DEV} mtu {p.mtu} txqueuelen 10000 up",
+            f"tc qdisc add dev {FAR_DEV} handle ffff: ingress",
+            f"tc filter add dev {FAR_DEV} parent ffff: protocol all u32 match u32 0 0"
+            f" action mirred egress redirect dev {IFB_DEV}",
+        ]
+        if p.bottleneck == "tbf":
+            cmds.append(f"tc qdisc add dev {IFB_DEV} root tbf rate {rate} burst {burst} limit {p.queue_bytes}")
+        else:
+            cmds += [
+                f"tc qdisc add dev {IFB_DEV} root handle 1: htb default 1",
+                f"tc class add dev {IFB_DEV} parent 1: classid 1:1 htb rate {rate} ceil {rate}"
+                f" burst {burst} cburst {burst}",
+                f"tc qdisc add dev {IFB_DEV} parent 1:1 bfifo limit {p.queue_bytes}",
+            ]
+        for cmd in cmds:
+            self._ns_cmd(ns, cmd.split())
+
+    def kernel_bottleneck_stats(self) -> str:
+        """`tc -s qdisc` on the far side's ifb device (drops, backlog), or "" without one."""
+        if self.path.bottleneck == "delayline":
+            return ""
+        p = self._spawn(["tc", "-s", "qdisc", "show", "dev", IFB_DEV], self.far_ns, stdout=subprocess.PIPE, text=True)
+        out, _ = p.communicate(timeout=10)
+        self._procs.remove(p)
+        return out
 
     def _start_server(self) -> None:
         p = self.path
@@ -570,6 +625,8 @@ def _path_from_args(a) -> PathSpec:
         over["cross_on_ms"] = parse_time_ms(a.cross_on)
     if a.cross_off:
         over["cross_off_ms"] = parse_time_ms(a.cross_off)
+    if a.bottleneck:
+        over["bottleneck"] = a.bottleneck
     if over:
         d = asdict(spec)
         d.update(over)
@@ -715,6 +772,9 @@ def main(argv=None) -> int:
     up.add_argument("--cross", help="open-loop cross traffic on the data direction, e.g. 40M")
     up.add_argument("--cross-on", help="cross traffic on period, e.g. 1s (default 1s)")
     up.add_argument("--cross-off", help="cross traffic off period, e.g. 1s (default 0: always on)")
+    up.add_argument(
+        "--bottleneck", choices=BOTTLENECKS, help="the data direction's bottleneck (default: the delay line's)"
+    )
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(
         sub.add_parser(n, help=h)

@@ -1,0 +1,82 @@
+"""The lab's second bottleneck: the kernel's tbf or htb + bfifo on the far side's ingress, the
+delay line only delaying. Checked as the delay line's own bottleneck is: rate, RTT, drops."""
+
+import json
+import re
+import socket
+import struct
+
+import pytest
+
+from tests.lab.conftest import labctl
+
+TCP_INFO_MIN_RTT_OFFSET = 148  # struct tcp_info's tcpi_min_rtt (u32, microseconds)
+
+
+def qdisc_drops(lab) -> int:
+    """Packets the kernel bottleneck dropped (its leaf qdisc's counter; htb's own is 0)."""
+    counts = [int(n) for n in re.findall(r"dropped (\d+)", lab.kernel_bottleneck_stats())]
+    assert counts, lab.kernel_bottleneck_stats()
+    return max(counts)
+
+
+def test_kernel_bottleneck_bad_input_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"bad bottleneck 'red' \(allowed: delayline, tbf, htb\)"):
+        labctl.PathSpec(name="x", bottleneck="red")
+    with pytest.raises(
+        ValueError, match=r"bad cross traffic with a kernel bottleneck \(allowed only with bottleneck delayline\)"
+    ):
+        labctl.PathSpec(name="x", bottleneck="tbf", cross_mbps=10)
+    assert labctl.PathSpec(name="x", bottleneck="htb").bottleneck == "htb"
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("bottleneck", ["tbf", "htb"])
+def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
+    rate = 200e6
+    # A quarter-BDP queue: a bulk flow overflows it, and only the kernel's qdisc may drop.
+    lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=125_000, bottleneck=bottleneck)
+    r = lab.run(
+        ["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", "-t", "3", "-O", "1", "-C", "cubic"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    goodput = j["end"]["sum_received"]["bits_per_second"]
+    assert abs(goodput - rate) / rate <= 0.05, goodput
+    drops = qdisc_drops(lab)
+    assert drops > 0
+    # Every drop is a segment the sender had to send again (SACK repairs each once), the
+    # omitted first second's included; the control connection's few segments (TEST_END
+    # can meet a full queue) are not in the data streams' count.
+    retransmits = sum(iv["sum"]["retransmits"] for iv in j["intervals"])
+    assert retransmits >= drops - 2, (retransmits, drops)
+    fwd = lab.stats()["fwd"]
+    assert fwd["rx_bytes"] > rate / 8 * 3
+    assert fwd["drop_queue_packets"] == 0 and fwd["drop_loss_packets"] == 0, fwd
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("bottleneck", ["tbf", "htb"])
+def test_kernel_bottleneck_adds_no_delay_when_idle(make_lab, bottleneck):
+    rtt_ms = 40
+    lab = make_lab(name=bottleneck, rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20, bottleneck=bottleneck)
+    server = lab.socket(where="far")
+    server.bind((lab.far_addr, 0))
+    server.listen(1)
+    client = lab.socket()
+    client.settimeout(5)
+    with client, server:
+        client.connect((lab.far_addr, server.getsockname()[1]))
+        conn, _ = server.accept()
+        with conn:
+            for _ in range(10):
+                client.sendall(b"x" * 100)
+                assert len(conn.recv(100)) > 0
+                conn.sendall(b"y")
+                assert client.recv(1) == b"y"
+            info = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    min_rtt_us = struct.unpack_from("I", info, TCP_INFO_MIN_RTT_OFFSET)[0]
+    assert abs(min_rtt_us / 1e3 - rtt_ms) <= 1 + 0.05 * rtt_ms, min_rtt_us
