@@ -53,13 +53,13 @@ def draw_row(rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline")
     streams = rng.choice([1, 1, 2, 4, 8])
     if rate * rtt / 8e3 / streams < 0.02:
         streams = 1
+    if bottleneck != "delayline":
+        cross = None
     path = bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross)
     if mtu != path.mtu:
         path = dataclasses.replace(path, mtu=mtu, name=f"{path.name}-m{mtu}")
     if bottleneck != "delayline":
-        path = dataclasses.replace(
-            path, bottleneck=bottleneck, cross_mbps=0.0, name=re.sub(r"-x[^-]+", "", path.name) + f"-k{bottleneck}"
-        )
+        path = dataclasses.replace(path, bottleneck=bottleneck, name=f"{path.name}-k{bottleneck}")
     return bq.Row(path, cc, streams)
 
 

@@ -349,12 +349,14 @@ class Lab:
             time.sleep(0.002)
         raise LabError("namespace holder did not create its namespace within 1 s")
 
-    def _ns_cmd(self, ns: str, argv: list[str]) -> None:
+    def _ns_cmd(self, ns: str, argv: list[str]) -> str:
+        """Run a short command in a lab namespace; its output (stdout and stderr)."""
         p = self._spawn(argv, ns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         out, _ = p.communicate(timeout=10)
         self._procs.remove(p)
         if p.returncode != 0:
             raise LabError(f"{' '.join(argv)} failed in the lab namespace: {out.strip()}")
+        return out
 
     def _sysctls(self, ns: str) -> None:
         # Autotuning is bounded by tcp_rmem/tcp_wmem[2], which are per namespace: raise them so
@@ -479,10 +481,7 @@ class Lab:
         """`tc -s qdisc` on the far side's ifb device (drops, backlog), or "" without one."""
         if self.path.bottleneck == "delayline":
             return ""
-        p = self._spawn(["tc", "-s", "qdisc", "show", "dev", IFB_DEV], self.far_ns, stdout=subprocess.PIPE, text=True)
-        out, _ = p.communicate(timeout=10)
-        self._procs.remove(p)
-        return out
+        return self._ns_cmd(self.far_ns, ["tc", "-s", "qdisc", "show", "dev", IFB_DEV])
 
     def _start_server(self) -> None:
         p = self.path
