@@ -1,7 +1,6 @@
 """The lab's second bottleneck: the kernel's tbf or htb + bfifo on the far side's ingress, the
 delay line only delaying. Checked as the delay line's own bottleneck is: rate, RTT, drops."""
 
-import json
 import re
 import socket
 import struct
@@ -9,8 +8,7 @@ import struct
 import pytest
 
 from tests.lab.conftest import labctl
-
-TCP_INFO_MIN_RTT_OFFSET = 148  # struct tcp_info's tcpi_min_rtt (u32, microseconds)
+from tests.lab.test_delayline import TCP_INFO_MIN_RTT_OFFSET, iperf3
 
 
 def qdisc_drops(lab) -> int:
@@ -36,14 +34,7 @@ def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
     rate = 200e6
     # A quarter-BDP queue: a bulk flow overflows it, and only the kernel's qdisc may drop.
     lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=125_000, bottleneck=bottleneck)
-    r = lab.run(
-        ["iperf3", "-c", lab.far_addr, "-p", str(lab.port), "-J", "-t", "3", "-O", "1", "-C", "cubic"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert r.returncode == 0, r.stderr
-    j = json.loads(r.stdout)
+    j = iperf3(lab, "-t", "3", "-O", "1", "-C", "cubic")
     goodput = j["end"]["sum_received"]["bits_per_second"]
     assert abs(goodput - rate) / rate <= 0.05, goodput
     drops = qdisc_drops(lab)
