@@ -94,8 +94,15 @@ def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms
     assert fwd["extra_delay_sd_us"] / 1e3 == pytest.approx(one_way_sd_ms, rel=0.15), fwd
     assert abs(fwd["extra_delay_mean_us"] / 1e3) <= 0.25 * one_way_sd_ms, fwd
     # And what the far side saw (250 samples: the std-dev within 15 %, the median within
-    # 1 ms of half the RTT; the kernel path adds tens of microseconds).
-    assert statistics.stdev(delays) == pytest.approx(one_way_sd_ms, rel=0.15), delays
+    # 1 ms of half the RTT; the kernel path adds tens of microseconds). A delay the jitter
+    # cannot draw (past U's edge, or 5 std-devs of the normal: p < 1e-6) is this box stalling
+    # the sender between its timestamp and sendto, or the delay line's thread: one 40 ms stall
+    # alone would lift the std-dev of 250 samples by half. A few are allowed and left out of
+    # the spread; more than 2 % would be the emulator's own fault.
+    bound_ms = jitter_ms + 1.0 if dist == "uniform" else 5 * one_way_sd_ms
+    drawn = [d for d in delays if abs(d - rtt_ms / 2) <= bound_ms]
+    assert len(delays) - len(drawn) <= 5, sorted(delays)[-10:]
+    assert statistics.stdev(drawn) == pytest.approx(one_way_sd_ms, rel=0.15), delays
     assert abs(statistics.median(delays) - rtt_ms / 2) <= 1.0, delays
     if dist == "uniform":
         assert min(delays) >= rtt_ms / 2 - jitter_ms - 0.05, min(delays)

@@ -32,11 +32,18 @@ def test_kernel_bottleneck_bad_input_says_what_is_allowed():
 @pytest.mark.parametrize("bottleneck", ["tbf", "htb"])
 def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
     rate = 200e6
-    # A quarter-BDP queue: a bulk flow overflows it, and only the kernel's qdisc may drop.
-    lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=125_000, bottleneck=bottleneck)
+    # A one-BDP queue (500 kB): slow-start's overshoot and CUBIC's probing overflow it, so only
+    # the kernel's qdisc may drop, and a cut (cwnd x 0.7 from 2 BDP) still keeps the link busy.
+    # On a shallower queue the goodput would measure CUBIC's refill after each cut (about 0.9 of
+    # the rate on a quarter BDP), not the shaper; the queue also rides out this box's
+    # scheduling stalls of the delay line feeding it (20 ms of packets).
+    lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=500_000, bottleneck=bottleneck)
     j = iperf3(lab, "-t", "3", "-O", "1", "-C", "cubic")
     goodput = j["end"]["sum_received"]["bits_per_second"]
-    assert abs(goodput - rate) / rate <= 0.05, goodput
+    # The shaper counts IP packets of the 9000 B MTU; a segment carries 8948 B of payload
+    # (20 B IP, 20 B TCP, 12 B timestamps): 198.84 Mbit/s of goodput on a full link.
+    full = rate * (9000 - 52) / 9000
+    assert abs(goodput - full) / full <= 0.02, goodput
     drops = qdisc_drops(lab)
     assert drops > 0
     # Every drop is a segment the sender had to send again (SACK repairs each once), the
