@@ -40,9 +40,9 @@ def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
     lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=500_000, bottleneck=bottleneck)
     j = iperf3(lab, "-t", "3", "-O", "1", "-C", "cubic")
     goodput = j["end"]["sum_received"]["bits_per_second"]
-    # The shaper counts IP packets of the 9000 B MTU; a segment carries 8948 B of payload
-    # (20 B IP, 20 B TCP, 12 B timestamps): 198.84 Mbit/s of goodput on a full link.
-    full = rate * (9000 - 52) / 9000
+    # The shaper counts IP packets of the lab's MTU; a segment carries 52 B less payload
+    # (20 B IP, 20 B TCP, 12 B timestamps): at 9000 B, 198.84 Mbit/s of goodput on a full link.
+    full = rate * (lab.path.mtu - 52) / lab.path.mtu
     assert abs(goodput - full) / full <= 0.02, goodput
     drops = qdisc_drops(lab)
     assert drops > 0
