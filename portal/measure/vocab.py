@@ -241,4 +241,5 @@ QUICK_HOLDS = {
     "loss_free": "too few loss-free packets to rule out random loss",
     "probe_rtt": "BBR was in PROBE_RTT",
     "bw_rising": "BBR's bandwidth estimate was still rising",
+    "random_loss": "too few loss-free packets to rule out random loss that would lower the long-run rate",
 }

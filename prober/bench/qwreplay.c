@@ -8,15 +8,21 @@
  * largest smoothed RTT of the samples before, and fed each later sample, exactly as
  * measure.c does (window_sample, check_ss_end).
  *
- * Usage: qwreplay [-v] RUN.jsonl...   one tab-separated line per run (header first); the
- * hold column says what kept a window that fell back open. -v also prints, on stderr, each
- * slice the window closes: the estimate then and what held it open. */
+ * Usage: qwreplay [-v] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...
+ * One tab-separated line per run (header first): the answer quick mode would have given,
+ * its interval and whether that held the run's own -t figure, and what kept a window that
+ * did not converge open. The estimator's settings are the run's own (its start event), or:
+ * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
+ * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -v also prints, on
+ * stderr, each slice the window closes: the estimate then, what held it open, and the answer
+ * and interval it would give if its deadline fell there. */
 #include "opts.h"
 #include "quickwin.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -32,7 +38,16 @@ typedef struct {
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
     int verbose;            /* -v: trace every slice on stderr */
+    int until_converged;    /* the run's --until-converged, or -u */
 } replay;
+
+/* The estimator's settings given on the command line (< 0: the run's own). */
+typedef struct {
+    double tolerance_pct, min_ms, max_ms, deadline_rtts;
+    int until_converged;
+} settings;
+
+static settings g_set = { -1, -1, -1, QP_DEADLINE_RTTS, 0 };
 
 /* A number field of o, 0 when absent or null. */
 static double num(const json_t *o, const char *key)
@@ -103,9 +118,15 @@ static void feed(replay *r)
     if (!r->verbose || r->w.n == n)
         return;
     hold = qw_hold_name(qw_hold_of(&r->w));
-    fprintf(stderr, "  t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d  %s",
-            r->last.t_s, r->w.n, r->w.first, e->rate_bps / 1e6, e->ci_frac * 100, e->batches,
-            hold ? hold : "converged");
+    {
+        qw_answer a = qw_answer_of(&r->w, r->time_s);
+
+        fprintf(stderr, "  t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d"
+                "  answer %9.3f [%9.3f, %9.3f] %-11s %s", r->last.t_s, r->w.n, r->w.first,
+                e->rate_bps / 1e6, e->ci_frac * 100, e->batches, a.rate_bps / 1e6, a.lo_bps / 1e6,
+                a.hi_bps / 1e6, qw_bound_name(a.by) ? qw_bound_name(a.by) : "-",
+                hold ? hold : "converged");
+    }
     /* the cwnd peaks that cuts ended, in the counted part (peaks_level() in qwloss.c judges them) */
     for (int i = 0; i < r->w.npeaks; i++)
         if (r->w.peak_slice[i] >= r->w.first)
@@ -143,7 +164,15 @@ static void start(replay *r, const json_t *ev)
                         .min_s = num(params, "quick_ms") / 1000.0,
                         .max_s = num(params, "quick_max_ms") / 1000.0,
                         .sample_s = num(params, "sample_ms") / 1000.0,
-                        .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams };
+                        .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams,
+                        .deadline_rtts = g_set.deadline_rtts };
+    r->until_converged = json_is_true(json_object_get(params, "until_converged")) || g_set.until_converged;
+    if (g_set.tolerance_pct > 0)
+        r->p.tolerance = g_set.tolerance_pct / 100.0;
+    if (g_set.min_ms > 0)
+        r->p.min_s = g_set.min_ms / 1000.0;
+    if (g_set.max_ms > 0)
+        r->p.max_s = g_set.max_ms / 1000.0;
 }
 
 /* Replay one file; 0, or -1 if it is not a finished validate run. */
@@ -193,43 +222,73 @@ static int replay_file(const char *path, replay *r)
     return r->truth_bps > 0 ? 0 : -1;
 }
 
-/* Print one run's line. */
+/* Print one run's line: the answer quick mode would have given and, where it gave none
+ * (--until-converged and not converged), the full run's figure as what it reported. */
 static void report(const char *path, const replay *r)
 {
     const qw_estimate *e = qw_result(&r->w);
-    qw_prediction pr = r->open ? qw_predict(&r->w, r->time_s) : (qw_prediction){ 0, -1, 0 };
-    int conv = r->open && r->w.state == QW_CONVERGED && pr.rate_bps > 0;
-    double fig = conv ? pr.rate_bps : r->truth_bps;
+    qw_answer a = r->open ? qw_answer_of(&r->w, r->time_s) : (qw_answer){ 0, 0, 0, -1, 0 };
+    int conv = r->open && r->w.state == QW_CONVERGED && a.rate_bps > 0;
+    int answered = a.rate_bps > 0 && (conv || !r->until_converged);
+    double fig = answered ? a.rate_bps : r->truth_bps;
     const char *name = strrchr(path, '/');
     const char *hold = r->open ? qw_hold_name(qw_hold_of(&r->w)) : "not_opened";
+    int covered = answered && a.lo_bps <= r->truth_bps && r->truth_bps <= a.hi_bps;
 
     /* rates and the interval with more digits than the checks against the run's own JSON
      * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
      * printed half a unit away and failed such a check */
-    printf("%s\t%s\t%.6f\t%.6f\t%d\t%.6f\t%.2f\t%.5f\t%.3f\t%.3f\t%s\t%d\t%.6f\t%d\t%s\n",
+    printf("%s\t%s\t%.6f\t%.6f\t%d\t%d\t%.6f\t%.2f\t%.5f\t%.6f\t%.6f\t%d\t%s\t%.3f\t%.3f\t%s\t%d"
+           "\t%.6f\t%d\t%s\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
-           r->truth_bps / 1e6, pr.rate_bps / 1e6, conv, fig / 1e6,
-           100.0 * (fig - r->truth_bps) / r->truth_bps, pr.ci_frac * 100, r->ss_t,
+           r->truth_bps / 1e6, a.rate_bps / 1e6, conv, answered, fig / 1e6,
+           100.0 * (fig - r->truth_bps) / r->truth_bps, a.ci_frac * 100, a.lo_bps / 1e6,
+           a.hi_bps / 1e6, covered, a.rate_bps > 0 ? qw_bound_name(a.by) : "-", r->ss_t,
            qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
            e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-");
+}
+
+/* Parse the options into g_set; returns the index of the first file, or -1. */
+static int parse_args(int argc, char **argv, int *verbose)
+{
+    int i = 1;
+
+    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        char o = argv[i][1];
+        double *v = o == 'T' ? &g_set.tolerance_pct : o == 'm' ? &g_set.min_ms
+                  : o == 'M' ? &g_set.max_ms : o == 'R' ? &g_set.deadline_rtts : NULL;
+
+        if (o == 'v') {
+            *verbose = 1;
+        } else if (o == 'u') {
+            g_set.until_converged = 1;
+        } else if (v && i + 1 < argc) {
+            char *end;
+
+            *v = strtod(argv[++i], &end);
+            if (*end || *v < 0)
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return i < argc ? i : -1;
 }
 
 /* Replay every file named on the command line. */
 int main(int argc, char **argv)
 {
     static replay r;
-    int first = 1;
+    int verbose = 0, first = parse_args(argc, argv, &verbose);
 
-    if (argc > 1 && strcmp(argv[1], "-v") == 0) {
-        r.verbose = 1;
-        first = 2;
-    }
-    if (argc <= first) {
-        fprintf(stderr, "usage: qwreplay [-v] RUN.jsonl...\n");
+    if (first < 0) {
+        fprintf(stderr, "usage: qwreplay [-v] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...\n");
         return 2;
     }
-    printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tfigure_mbps\terr_pct\tci_pct\tss_t"
-           "\tend_t\tbasis\tbatches\tprober_quick_mbps\tprober_converged\thold\n");
+    r.verbose = verbose;
+    printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tanswered\tfigure_mbps\terr_pct\tci_pct"
+           "\tlo_mbps\thi_mbps\tcovered\tbound_by\tss_t\tend_t\tbasis\tbatches\tprober_quick_mbps"
+           "\tprober_converged\thold\n");
     for (int i = first; i < argc; i++) {
         if (r.verbose)
             fprintf(stderr, "%s\n", argv[i]);

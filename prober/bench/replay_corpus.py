@@ -93,28 +93,32 @@ def summarise(a) -> int:
     for r in runs:
         by_row[re.sub(r"\.validate\d+\.jsonl$", "", r["run"])].append(r)
         by_cc[r["cc"]].append(r)
+    # c: converged, d: answered at the deadline, f: fell back (--until-converged); * the
+    # interval missed the run's own figure
     for row, rs in by_row.items():
         cells = [
-            f"{float(r['err_pct']):+5.1f}{'c' if r['converged'] == '1' else 'f'}@{float(r['end_t']):4.1f}s"
-            f"±{float(r['ci_pct']):.1f}{'' if r['converged'] == '1' else ' ' + r['hold']}"
+            f"{float(r['err_pct']):+5.1f}{'c' if r['converged'] == '1' else 'd' if r['answered'] == '1' else 'f'}"
+            f"@{float(r['end_t']):4.1f}s±{float(r['ci_pct']):.1f}{'' if r['covered'] == '1' else '*'}"
+            f"{'' if r['converged'] == '1' else ' ' + r['hold']}"
             for r in rs
         ]
         print(f"{row:46s} " + "  ".join(cells))
     for cc, rs in sorted(by_cc.items()):
         err = [abs(float(r["err_pct"])) for r in rs]
         conv = [r for r in rs if r["converged"] == "1"]
-        inside = sum(
-            abs(float(r["truth_mbps"]) - float(r["pred_mbps"])) <= float(r["pred_mbps"]) * float(r["ci_pct"]) / 100
-            for r in conv
-        )
+        covered = sum(r["covered"] == "1" for r in rs)
+        width = [float(r["ci_pct"]) for r in rs if r["answered"] == "1"]
         print(
             f"{cc:5s} runs {len(rs):3d}  |err| median {statistics.median(err):.2f} p90 "
             f"{bq.percentile(err, 90):.2f} p95 {bq.percentile(err, 95):.2f} max {max(err):.2f} %  "
-            f"converged {len(conv)}/{len(rs)}  inside the interval {inside}/{len(conv)}"
+            f"converged {len(conv)}/{len(rs)}  covered {covered}/{len(rs)}  "
+            f"half-width median {statistics.median(width) if width else float('nan'):.1f} %"
         )
         held = collections.Counter(r["hold"] for r in rs if r["converged"] != "1")
         if held:
-            print("      fell back, held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()))
+            print("      not converged, held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()))
+        bound = collections.Counter(r["bound_by"] for r in rs if r["answered"] == "1")
+        print("      interval bounded by: " + ", ".join(f"{k} {v}" for k, v in bound.most_common()))
     return 0
 
 

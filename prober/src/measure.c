@@ -157,7 +157,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
 {
     qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
-                    .sample_s = r->o->sample_ms / 1000.0, .streams = r->n };
+                    .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
+                    .deadline_rtts = QP_DEADLINE_RTTS };
     uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
 
@@ -236,19 +237,23 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
 static void close_quick(qp_run *r, double t, uint64_t sent)
 {
     const qw_estimate *e = qw_result(&r->qw);
-    qw_prediction pr = qw_predict(&r->qw, r->o->time_s);
+    qw_answer a = qw_answer_of(&r->qw, r->o->time_s);
     double start = qw_start_t(&r->qw);
 
     r->quick_closed = 1;
     r->out.quick_end_t = t;
     r->out.quick_bytes_sent = sent;
-    if (start < 0 || e->rate_bps <= 0)
+    if (start < 0 || e->rate_bps <= 0 || a.rate_bps <= 0)
         return;
     r->out.quick_entered = 1;
     r->out.quick_converged = r->qw.state == QW_CONVERGED;
+    r->out.quick_answered = r->out.quick_converged || !r->o->until_converged;
     r->out.quick_window_s = qw_end_t(&r->qw) - start;
-    r->out.quick_bps = pr.rate_bps;
-    r->out.quick_ci_frac = pr.ci_frac;
+    r->out.quick_bps = a.rate_bps;
+    r->out.quick_lo_bps = a.lo_bps;
+    r->out.quick_hi_bps = a.hi_bps;
+    r->out.quick_bound = a.by;
+    r->out.quick_ci_frac = a.ci_frac;
     r->out.quick_steady_bps = e->rate_bps;
     r->out.quick_steady_ci_frac = e->ci_frac;
     r->out.quick_batches = e->batches;
@@ -268,9 +273,9 @@ static void feed_quick(qp_run *r, const out_agg *a)
     if (qw_feed(&r->qw, &q) == QW_OPEN)
         return;
     close_quick(r, a->t, a->bytes_sent);
-    /* validate goes on to the full run; quick mode too when it did not converge (the
-     * paper's fallback: the full run's figure is the result) */
-    if (r->o->mode == MODE_VALIDATE || !r->out.quick_converged)
+    /* validate goes on to the full run; quick mode too when it was asked to run until
+     * converged and did not (the paper's fallback: the full run's figure is the result) */
+    if (r->o->mode == MODE_VALIDATE || !r->out.quick_answered)
         out_phase("full", a->t);
 }
 
@@ -373,7 +378,7 @@ static int should_end(const qp_run *r, double t)
 {
     if (t >= r->o->time_s - 1e-9)
         return 1;
-    return r->o->mode == MODE_QUICK && r->quick_closed && r->out.quick_converged;
+    return r->o->mode == MODE_QUICK && r->quick_closed && r->out.quick_answered;
 }
 
 /* Sample until the mode's end (or a signal); 0 when the test should end normally,
@@ -418,6 +423,9 @@ void measure_final(qp_run *r)
     if (r->quick_open && !r->quick_closed) {
         qw_stop(&r->qw);
         close_quick(r, r->last_t, r->last_sent);
+        /* the run reached -t (or a signal) before the deadline: its own figure is the
+         * answer, as a full run's is */
+        r->out.quick_answered = r->out.quick_converged;
     }
     o->bytes_sent = o->bytes_acked = 0;
     o->retransmits = 0;

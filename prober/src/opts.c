@@ -15,7 +15,9 @@ static const char usage_text[] =
 "Measure achievable TCP throughput to a stock iperf3 (or iperf 2) server, stopping\n"
 "once the rate measured after slow-start has converged (iperf quick mode): its 95 %\n"
 "confidence interval is within --quick-tolerance and the window spans --quick-ms;\n"
-"if that does not happen within --quick-max-ms the full -t run is the result.\n"
+"else it answers by its deadline (100 round trips after slow-start, at least\n"
+"--quick-ms of measuring, at most --quick-max-ms) with the interval its evidence\n"
+"supports. --until-converged runs on to -t instead (the full run is the result).\n"
 "\n"
 "  -c HOST               target: IPv4 or IPv6 literal or host name (required)\n"
 "  -p PORT               server port, 1-65535 (default 5201; 5001 with --iperf2)\n"
@@ -32,8 +34,10 @@ static const char usage_text[] =
 "  --sample-ms MS        TCP_INFO sampling period, 1-1000 (default 20)\n"
 "  --quick-ms MS         shortest measurement window after slow-start,\n"
 "                        100-10000 (default 1000)\n"
-"  --quick-max-ms MS     longest: not converged by then, fall back to the full\n"
-"                        run; 100-60000 and >= --quick-ms (default 5000)\n"
+"  --quick-max-ms MS     latest answer after slow-start ended, converged or not;\n"
+"                        100-60000 and >= --quick-ms (default 4000)\n"
+"  --until-converged     a window not converged by its deadline runs on to -t and\n"
+"                        the full run is the result (the paper's fallback)\n"
 "  --quick-tolerance PCT 95 % confidence half-width to converge to, in % of the\n"
 "                        rate, 0.1-50 (default 3)\n"
 "  --connect-timeout SEC deadline for resolving, connecting and each protocol\n"
@@ -68,7 +72,7 @@ void opts_defaults(qp_opts *o)
     o->mode = MODE_QUICK;
     o->sample_ms = 20;
     o->quick_ms = 1000;
-    o->quick_max_ms = 5000;
+    o->quick_max_ms = 4000;
     o->quick_tolerance_pct = 3.0;
     o->connect_timeout_s = 5.0;
 }
@@ -238,6 +242,7 @@ static int apply_flag(qp_opts *o, const char *name)
 {
     if (strcmp(name, "--iperf2") == 0) o->iperf2 = 1;
     else if (strcmp(name, "--json") == 0) o->json = 1;
+    else if (strcmp(name, "--until-converged") == 0) o->until_converged = 1;
     else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) o->help = 1;
     else if (strcmp(name, "--version") == 0 || strcmp(name, "-v") == 0) o->version = 1;
     else return 1;

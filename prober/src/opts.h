@@ -7,6 +7,11 @@
 
 #define QP_VERSION "0.1.0"
 #define QP_MAX_STREAMS 128
+/* The quick window answers this many smoothed RTTs after slow-start ended, converged or
+ * not (within --quick-ms of measuring and --quick-max-ms): 12 BBR gain cycles, and for
+ * Reno / CUBIC enough packets that a loss-free stretch starts to bound random loss; past
+ * it the interval narrows as the square root of the time a user waits. */
+#define QP_DEADLINE_RTTS 100
 
 typedef enum { MODE_QUICK = 0, MODE_FULL, MODE_VALIDATE } qp_mode;
 
@@ -23,7 +28,10 @@ typedef struct {
     qp_mode mode;
     int sample_ms;
     int quick_ms;               /* the quick window spans at least this long */
-    int quick_max_ms;           /* ... and gives up this long after slow-start ended */
+    int quick_max_ms;           /* ... and answers at the latest this long after slow-start
+                                   ended */
+    int until_converged;        /* not converged by then: run on to -t (the full run is the
+                                   result) instead of answering */
     double quick_tolerance_pct; /* 95 % CI half-width it must reach, % of the rate */
     double connect_timeout_s;
     int json;

@@ -117,10 +117,11 @@ void out_start(const qp_run *r)
                   "protocol", o->iperf2 ? "iperf2" : "iperf3", "mode", opts_mode_name(o->mode));
     json_object_set_new(j, "target", json_pack("{s:s, s:o, s:i}", "host", o->host,
                         "address", j_str_or_null(r->addr.text), "port", o->port));
-    json_object_set_new(j, "params", json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:o}",
+    json_object_set_new(j, "params", json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:b, s:f, s:f, s:o}",
                         "time_s", o->time_s, "streams", o->streams, "sample_ms", o->sample_ms,
                         "quick_ms", o->quick_ms, "quick_max_ms", o->quick_max_ms,
-                        "quick_tolerance_pct", o->quick_tolerance_pct, "interval_s", o->interval_s,
+                        "quick_tolerance_pct", o->quick_tolerance_pct,
+                        "until_converged", o->until_converged, "interval_s", o->interval_s,
                         "connect_timeout_s", o->connect_timeout_s, "window_requested_bytes",
                         o->window_bytes ? json_integer((json_int_t)o->window_bytes) : json_null()));
     json_object_set_new(j, "kernel", j_str_or_null(u.release));
@@ -263,10 +264,10 @@ void out_interval(const qp_run *r, double t0, double t1)
     fflush(stdout);
 }
 
-/* Rate a full run would send at: the converged quick figure, else the cumulative one. */
+/* Rate a full run would send at: the quick answer, else the cumulative one. */
 static double full_rate(const qp_run *r, double cumu)
 {
-    return r->o->mode == MODE_QUICK && r->out.quick_converged ? r->out.quick_bps : cumu;
+    return r->o->mode == MODE_QUICK && r->out.quick_answered ? r->out.quick_bps : cumu;
 }
 
 /* Add the quick window's verdict to j: the fields are null when known is 0. */
@@ -285,6 +286,12 @@ static void add_quick_fields(json_t *j, const qp_outcome *o, int known)
     json_object_set_new(j, "quick_excluded_s", j_real_or_null(known, o->quick_excluded_s));
     json_object_set_new(j, "quick_held_by", known ? j_str_or_null(qw_hold_name(o->quick_hold))
                                                   : json_null());
+    json_object_set_new(j, "quick_lo_bps", j_real_or_null(known, o->quick_lo_bps));
+    json_object_set_new(j, "quick_hi_bps", j_real_or_null(known, o->quick_hi_bps));
+    json_object_set_new(j, "quick_bound_by", known ? j_str_or_null(qw_bound_name(o->quick_bound))
+                                                   : json_null());
+    json_object_set_new(j, "quick_bound_text", known ? j_str_or_null(qw_bound_text(o->quick_bound))
+                                                     : json_null());
 }
 
 /* The validate object: what quick mode would have said on this connection. */
@@ -306,6 +313,7 @@ static json_t *validate_obj(const qp_run *r, double full_bps)
                      "error_pct", j_real_or_null(o->quick_entered && full_bps > 0,
                                                  100.0 * (o->quick_bps - full_bps) / full_bps),
                      "quick_converged", o->quick_converged);
+    json_object_set_new(j, "quick_answered", json_boolean(o->quick_entered && o->quick_answered));
     add_quick_fields(j, o, o->quick_entered);
     return j;
 }
@@ -346,7 +354,7 @@ static void add_savings(json_t *j, const qp_run *r, double est_bytes)
 static void human_quick(const qp_run *r)
 {
     const qp_outcome *o = &r->out;
-    char rate[32], ci[32] = "no interval";
+    char rate[32], ci[80] = "no interval";
 
     if (!o->quick_entered) {
         if (r->o->mode != MODE_FULL)
@@ -355,8 +363,13 @@ static void human_quick(const qp_run *r)
         return;
     }
     fmt_rate(rate, sizeof(rate), o->quick_bps);
-    if (o->quick_ci_frac >= 0)
-        snprintf(ci, sizeof(ci), "+/- %.1f %% (95 %% CI)", 100.0 * o->quick_ci_frac);
+    if (o->quick_ci_frac >= 0) {
+        char lo[32], hi[32];
+
+        fmt_rate(lo, sizeof(lo), o->quick_lo_bps);
+        fmt_rate(hi, sizeof(hi), o->quick_hi_bps);
+        snprintf(ci, sizeof(ci), "(95 %%: %s - %s)", lo, hi);
+    }
     if (o->quick_converged) {
         printf("quick mode: %s %s, converged in %.2f s (%d batches of %s) after slow-start "
                "ended at %.3f s (%s)\n", rate, ci, o->quick_window_s, o->quick_batches,
@@ -364,10 +377,17 @@ static void human_quick(const qp_run *r)
                o->ss_t, ss_rule_name(o->ss_rule));
         return;
     }
-    printf("quick mode: NOT CONVERGED within %.2f s after slow-start ended at %.3f s (%s); "
-           "its estimate %s %s is not the result%s\n", o->quick_window_s, o->ss_t,
-           ss_rule_name(o->ss_rule), rate, ci,
-           r->o->mode == MODE_QUICK ? ": the full run above is (the paper's fallback)" : "");
+    if (o->quick_answered) {
+        printf("quick mode: %s %s, answered at its deadline, %.2f s after slow-start ended at "
+               "%.3f s (%s), without converging\n", rate, ci, o->quick_window_s, o->ss_t,
+               ss_rule_name(o->ss_rule));
+        printf("quick mode: interval bounded by: %s\n", qw_bound_text(o->quick_bound));
+    } else {
+        printf("quick mode: NOT CONVERGED within %.2f s after slow-start ended at %.3f s (%s); "
+               "its estimate %s %s is not the result%s\n", o->quick_window_s, o->ss_t,
+               ss_rule_name(o->ss_rule), rate, ci,
+               r->o->mode == MODE_QUICK ? ": the full run above is (the paper's fallback)" : "");
+    }
     if (qw_hold_text(o->quick_hold))
         printf("quick mode: held open by: %s\n", qw_hold_text(o->quick_hold));
 }
@@ -404,8 +424,8 @@ void out_result(const qp_run *r)
     double cumu = o->elapsed_s > 0 ? (double)o->bytes_acked * 8.0 / o->elapsed_s : 0.0;
     double full_bps = cumu;
     int quick = r->o->mode == MODE_QUICK;
-    /* a quick run that did not converge ran on to -t: the full run's figure is its result */
-    int full = !quick || !o->quick_converged;
+    /* a quick run without an answer ran on to -t: the full run's figure is its result */
+    int full = !quick || !o->quick_answered;
     json_t *j;
 
     if (!g_json) {
@@ -424,6 +444,8 @@ void out_result(const qp_run *r)
     json_object_set_new(j, "slow_start_end_s", j_real_or_null(o->ss_ended, o->ss_t));
     json_object_set_new(j, "rule", o->ss_ended ? json_string(ss_rule_name(o->ss_rule)) : json_null());
     json_object_set_new(j, "quick_converged", quick ? json_boolean(o->quick_converged) : json_null());
+    json_object_set_new(j, "quick_answered",
+                        quick ? json_boolean(o->quick_entered && o->quick_answered) : json_null());
     add_quick_fields(j, o, quick && o->quick_entered);
     json_object_set_new(j, "retransmits", json_integer(o->retransmits));
     json_object_set_new(j, "rtt_us", json_integer(o->rtt_us));

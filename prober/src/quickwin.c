@@ -45,6 +45,8 @@
                                    jitter on 70 ms read 0.07-0.10 BDP of "queue" in
                                    slow-start's first rounds, the link nearly idle) */
 #define BBR_UNIT 256
+#define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
+                                   not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -56,8 +58,9 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->open_t = t_s;
     w->start_t = -1;
     w->end_t = -1;
+    w->deadline_t = t_s + p->max_s;
     w->exit_cwnd_bytes = exit_cwnd_bytes;
-    w->start_after_loss = after_loss;
+    w->start_after_loss = w->open_after_loss = after_loss;
     w->est.ci_frac = -1;
     w->hold = QW_HOLD_NOT_STARTED;
 }
@@ -181,6 +184,8 @@ static const struct {
     [QW_HOLD_LOSS_FREE] = { "loss_free", "too few loss-free packets to rule out random loss" },
     [QW_HOLD_PROBE_RTT] = { "probe_rtt", "BBR was in PROBE_RTT" },
     [QW_HOLD_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising" },
+    [QW_HOLD_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss "
+                                             "that would lower the long-run rate" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -582,7 +587,13 @@ static int try_start(qw_window *w, const qw_sample *s)
         return 0;
     w->started = 1;
     w->start_t = w->slice_t0 = s->t_s;
-    w->slice_bytes0 = w->est.start_bytes = s->delivered_bytes;
+    w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
+    /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
+     * run in rounds), no sooner than --quick-ms of measuring, no later than --quick-max-ms. */
+    if (w->p.deadline_rtts > 0)
+        w->deadline_t = fmin(w->open_t + w->p.max_s,
+                             fmax(s->t_s + w->p.min_s,
+                                  w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6));
     w->slice_cwnd0 = s->cwnd_bytes;
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
@@ -608,9 +619,15 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->slice_qlo_min = q_lo;
     if ((s->in_recovery && !w->prev_recovery) ||
         (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
+        double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+
         w->events++;
         if (w->events == 1 || q < w->loss_queue)
             w->loss_queue = q;
+        /* a loss at the top of a buffer the window has seen is the sawtooth's own; one
+         * well below it, or with no buffer seen at all, may be random (qw_loss_floor) */
+        if (deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest)
+            w->random_events++;
         /* the first event can come at the window's first sample: the cycle it ends began
          * before the window, and its peak is unknown (0), not a peak of 0 */
         if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
@@ -625,6 +642,20 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->clean_from_bytes = s->delivered_bytes;
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
+}
+
+/* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
+ * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
+ * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
+ * window that stopped before it rose would report an interval wider than the tolerance. */
+static qw_hold loss_floor_holds(const qw_window *w)
+{
+    qw_bound_by by;
+    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
+
+    if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
+        return QW_HOLD_NONE;
+    return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
 /* What keeps the window from stopping at sample s with the estimate just computed (full:
@@ -670,6 +701,9 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     if (w->bw_rising)
         return QW_HOLD_BW_RISING;
     saw = qw_sawtooth_known(w, s);
+    if (saw != QW_HOLD_NONE)
+        return saw;
+    saw = loss_floor_holds(w);
     if (saw != QW_HOLD_NONE)
         return saw;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
@@ -749,6 +783,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->min_rtt_us = s->min_rtt_us;
     if (s->mss_bytes > w->mss_bytes)
         w->mss_bytes = s->mss_bytes;
+    w->delivered_bytes = s->delivered_bytes;
+    w->limited_us = s->limited_us;
     if (!w->started) {
         if (try_start(w, s))
             w->hold = QW_HOLD_FEW_BATCHES;
@@ -780,9 +816,28 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
                  transient_may_go(w, mid))
             drop_transient(w, mid);
     }
-    if (s->t_s - w->open_t >= w->p.max_s - 1e-9 || w->n >= QW_MAX_SLICES)
+    if (s->t_s >= w->deadline_t - 1e-9 || w->n >= QW_MAX_SLICES)
         qw_stop(w);
     return w->state;
+}
+
+/* Count every slice since measuring began again. The parts the window dropped ran at
+ * levels the path set (cross traffic on and off: w->varying, QW_HOLD_HEAD), or the rate
+ * kept changing level until the deadline (QW_HOLD_SHORT), not one transient of the flow's
+ * own; a run's figure is the mix of such levels, so the answer at the deadline is measured
+ * over all of them (qw_bound spans them). */
+static void undo_drops(qw_window *w)
+{
+    if (w->first == 0 || w->n == 0)
+        return;
+    w->first = 0;
+    w->start_t = w->s[0].t0;
+    w->est.start_bytes = w->start_delivered;
+    w->start_after_loss = w->open_after_loss;
+    w->est.excluded_s = 0;
+    for (int i = 0; i < w->n; i++)
+        if (w->s[i].excluded)
+            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
 }
 
 /* Close a window still open as not converged, with the estimate so far. */
@@ -795,6 +850,8 @@ void qw_stop(qw_window *w)
         return;
     w->state = QW_GAVE_UP;
     w->end_t = w->n ? w->s[w->n - 1].t1 : w->open_t;
+    if (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_SHORT)
+        undo_drops(w);
     if (w->n && estimate(w, &half_diff, &mid) == 0 && w->est.batches == 0) {
         /* Too short for batches: the plain mean of what was counted, no interval. */
         double b = 0, t = 0;

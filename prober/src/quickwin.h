@@ -26,7 +26,9 @@ typedef struct {
     int bbr;                /* the congestion control is BBR (cycles of 8 min RTTs) */
     double tolerance;       /* CI half-width allowed, as a fraction of the rate (0.03) */
     double min_s;           /* the window spans at least this long (--quick-ms) */
-    double max_s;           /* ... and is given up this long after it opened */
+    double max_s;           /* ... and answers at the latest this long after it opened */
+    double deadline_rtts;   /* ... or this many smoothed RTTs after it opened, if later than
+                               min_s of measuring (0: max_s alone) */
     double sample_s;        /* sampling period: no slice is shorter */
     double beta;            /* loss-based cc's multiplicative decrease (CUBIC 0.7, Reno 0.5) */
     int streams;            /* parallel streams the samples sum over */
@@ -79,7 +81,9 @@ typedef enum {
     QW_HOLD_SAWTOOTH,       /* neither level loss cycles nor a link kept full by the queue */
     QW_HOLD_LOSS_FREE,      /* too few loss-free packets to rule out random loss */
     QW_HOLD_PROBE_RTT,      /* BBR is in PROBE_RTT */
-    QW_HOLD_BW_RISING       /* BBR's bandwidth estimate is still rising */
+    QW_HOLD_BW_RISING,      /* BBR's bandwidth estimate is still rising */
+    QW_HOLD_RANDOM_LOSS     /* random loss not yet ruled out could hold the long-run rate
+                               further below the estimate than the tolerance */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -118,7 +122,25 @@ typedef struct {
     double probe_rtt_s;     /* steady-rate seconds such a run loses to PROBE_RTT (BBR):
                                its visits' time x the share of the BDP that 4 packets a
                                stream leave unfilled */
+    double steady_share;    /* d rate_bps / d steady rate: the share of the run's time that
+                               the steady rate fills */
 } qw_prediction;
+
+/* The evidence that set the wider side of the answer's interval (qwbound.c). */
+typedef enum {
+    QW_BOUND_STATISTICS = 0,    /* the batches' scatter */
+    QW_BOUND_SHORT,             /* too few batches: the quarters' spread */
+    QW_BOUND_LEVELS,            /* the rate changed level: the levels seen */
+    QW_BOUND_SAWTOOTH,          /* no whole sawtooth cycle: what a cut leaves of the link */
+    QW_BOUND_RANDOM_LOSS        /* random loss not yet ruled out: TCP's loss response */
+} qw_bound_by;
+
+/* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
+typedef struct {
+    double steady, lo, hi, width;
+    double lo_bps, hi_bps;
+    qw_bound_by by;
+} qw_bounds;
 
 /* Window state; fields private to quickwin.c. */
 typedef struct {
@@ -126,20 +148,26 @@ typedef struct {
     qw_state state;
     qw_hold hold;               /* what kept it open at its latest slice */
     double open_t, start_t, end_t;
+    double deadline_t;          /* the window answers by this time, converged or not */
     int started;
+    uint64_t start_delivered;   /* delivered when measuring began */
+    uint64_t delivered_bytes;   /* delivered at the latest sample */
     uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
                                    while cwnd climbs back to it (CUBIC after HyStart) */
     int start_after_loss;       /* the counted part begins right after a cwnd reduction */
+    int open_after_loss;        /* ... as it did when the window opened */
     double slice_t0;
     uint64_t slice_bytes0, slice_cwnd0;
     uint32_t slice_rtt_us;
     int slice_probe_rtt, after_probe_rtt;
     uint32_t events, prev_retrans;
+    uint32_t random_events;     /* congestion events not at the top of the buffer seen */
     int prev_recovery;
     uint32_t min_rtt_us;
     int climbing;
     int bw_rising;              /* BBR's bandwidth estimate rose through the counted part */
     uint64_t limited_us0;       /* limited_us when measuring started */
+    uint64_t limited_us;        /* ... at the latest sample */
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */
@@ -208,6 +236,47 @@ double qw_end_t(const qw_window *w);
  * time (for BBR less what its PROBE_RTT visits cost: every 10 s, 4 packets a stream for the
  * whole rounds that cover 200 ms, and a round to refill the pipe). */
 qw_prediction qw_predict(const qw_window *w, double full_s);
+
+/* What the window answers for a run of full_s seconds: qw_predict's figure, kept within the
+ * interval qw_bound gives it. */
+typedef struct {
+    double rate_bps;
+    double lo_bps, hi_bps;
+    double ci_frac;         /* the wider side / rate_bps, < 0 when there is no answer */
+    qw_bound_by by;
+} qw_answer;
+
+/* The answer a window that closed (or stopped) gives for a run of full_s seconds. */
+qw_answer qw_answer_of(const qw_window *w, double full_s);
+
+/* The interval of the run's figure pr (from qw_predict) from the window's evidence: the
+ * batches' scatter, and for a window that answered at its deadline what held it open
+ * (levels seen, an incomplete sawtooth, random loss not ruled out), capped at the
+ * capacity seen (qwbound.c). */
+qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr);
+
+/* "statistics", "short", "levels", "sawtooth", "random_loss". */
+const char *qw_bound_name(qw_bound_by by);
+
+/* What that evidence means, in words. */
+const char *qw_bound_text(qw_bound_by by);
+
+/* Long-run share of the link a loss-based flow keeps with multiplicative decrease beta when
+ * its cwnd peaks at top BDPs (1 when a cut from there leaves the link full). */
+double qw_sawtooth_share(double beta, double top);
+
+/* The average window (packets) one Reno (cubic 0) or CUBIC flow keeps at loss-event rate p
+ * and RTT rtt_s (Mathis et al.; RFC 9438). */
+double qw_loss_window_pkts(int cubic, double p, double rtt_s);
+
+/* The capacity (bytes/s) the window saw: its rate while a standing queue stood, at least
+ * the fastest quarter of what it counted. */
+double qw_capacity_seen(const qw_window *w);
+
+/* Loss-based cc: the lowest long-run rate (bytes/s) the sawtooth seen and the random loss
+ * not yet ruled out allow at capacity cap (the window's rate when nothing lowers it), and
+ * which of the two set it. */
+double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by);
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
 qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain);

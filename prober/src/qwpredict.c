@@ -74,7 +74,7 @@ static double prediction_ci(const qw_window *w, const qw_prediction *p, double f
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
 qw_prediction qw_predict(const qw_window *w, double full_s)
 {
-    qw_prediction p = { 0, -1, 0 };
+    qw_prediction p = { 0, -1, 0, 0 };
     double rest, steady;
 
     if (w->start_t < 0 || w->est.rate_bps <= 0 || full_s <= 0)
@@ -95,6 +95,7 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
+    p.steady_share = (rest - p.probe_rtt_s) / full_s;
     if (w->est.ci_frac >= 0 && p.rate_bps > 0)
         p.ci_frac = prediction_ci(w, &p, full_s, rest, steady);
     return p;

@@ -65,8 +65,13 @@ typedef struct {
     ss_rule ss_rule;
     int quick_entered;              /* the quick window has a measured length */
     int quick_converged;            /* ... and its estimate met --quick-tolerance */
+    int quick_answered;             /* ... and quick_bps is the answer: it converged, or
+                                       answered at its deadline (no --until-converged) */
     double quick_bps, quick_window_s;
-    double quick_ci_frac;           /* 95 % half-width / quick_bps, < 0 unknown */
+    double quick_ci_frac;           /* 95 % half-width / quick_bps (the wider side of
+                                       [quick_lo_bps, quick_hi_bps]), < 0 unknown */
+    double quick_lo_bps, quick_hi_bps;  /* the answer's 95 % interval (qw_bound) */
+    qw_bound_by quick_bound;        /* the evidence that set its wider side */
     double quick_steady_bps;        /* the window's own steady rate, and its interval */
     double quick_steady_ci_frac;
     int quick_batches;

@@ -78,12 +78,21 @@ static void test_result_quick_figures(void)
     r.out.quick_bps = 5e6;
     r.out.quick_window_s = 1.0;
     r.out.quick_converged = 1;
+    r.out.quick_answered = 1;
     r.out.quick_ci_frac = 0.021;
+    r.out.quick_lo_bps = 4.895e6;
+    r.out.quick_hi_bps = 5.105e6;
+    r.out.quick_bound = QW_BOUND_STATISTICS;
     r.out.quick_batches = 6;
     r.out.quick_basis = QW_BASIS_LOSS_CYCLES;
     j = capture(out_result, &r);
     CHECK(j != NULL);
     CHECK(json_is_true(json_object_get(j, "quick_converged")));
+    CHECK(json_is_true(json_object_get(j, "quick_answered")));
+    CHECK_NEAR(NUM(j, "quick_lo_bps"), 4.895e6, 1e-3);
+    CHECK_NEAR(NUM(j, "quick_hi_bps"), 5.105e6, 1e-3);
+    CHECK_STR(json_string_value(json_object_get(j, "quick_bound_by")), "statistics");
+    CHECK(json_is_string(json_object_get(j, "quick_bound_text")));
     CHECK_NEAR(NUM(j, "quick_ci_pct"), 2.1, 1e-9);
     CHECK_NEAR(NUM(j, "quick_window_s"), 1.0, 1e-12);
     CHECK_EQ(NUM(j, "quick_batches"), 6);
@@ -110,8 +119,47 @@ static void test_result_quick_figures(void)
     json_decref(j);
 }
 
-/* Quick mode whose window did not converge ran on to -t: the estimate is kept with its
- * interval and quick_converged false, and the full run's figure is the result. */
+/* Quick mode whose window did not converge by its deadline answers all the same: the
+ * estimate is the result, with the interval its evidence gave and what bounded it. */
+static void test_result_quick_answered_at_deadline(void)
+{
+    qp_run r;
+    qp_opts o;
+    qp_stream s;
+    json_t *j;
+
+    make_run(&r, &o, &s, MODE_QUICK);
+    r.out.ss_ended = 1;
+    r.out.ss_t = 0.5;
+    r.out.ss_rule = SS_RULE_SSTHRESH_SET;
+    r.out.quick_entered = 1;
+    r.out.quick_answered = 1;
+    r.out.quick_bps = 5e6;
+    r.out.quick_lo_bps = 3e6;
+    r.out.quick_hi_bps = 5.5e6;
+    r.out.quick_ci_frac = 0.4;
+    r.out.quick_bound = QW_BOUND_RANDOM_LOSS;
+    r.out.quick_window_s = 1.5;
+    r.out.quick_batches = 5;
+    r.out.quick_basis = QW_BASIS_TIME;
+    r.out.quick_hold = QW_HOLD_LOSS_FREE;
+    j = capture(out_result, &r);
+    CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK(json_is_true(json_object_get(j, "quick_answered")));
+    CHECK_STR(json_string_value(json_object_get(j, "quick_held_by")), "loss_free");
+    CHECK_STR(json_string_value(json_object_get(j, "quick_bound_by")), "random_loss");
+    CHECK_NEAR(NUM(j, "quick_lo_bps"), 3e6, 1e-6);
+    CHECK_NEAR(NUM(j, "quick_hi_bps"), 5.5e6, 1e-6);
+    CHECK_NEAR(NUM(j, "quick_ci_pct"), 40.0, 1e-9);
+    CHECK(ISNULL(j, "full_bps"));                         /* the answer is the result */
+    CHECK_EQ(NUM(j, "full_bytes_estimate"), 6250000);     /* 5e6 * 10 / 8 */
+    CHECK_NEAR(NUM(j, "time_saved_pct"), 80.0, 1e-9);     /* 1 - 2 / 10 */
+    json_decref(j);
+}
+
+/* Quick mode asked to run until converged (--until-converged) whose window did not: it ran
+ * on to -t, the estimate is kept with its interval and quick_converged false, and the full
+ * run's figure is the result. */
 static void test_result_quick_not_converged(void)
 {
     qp_run r;
@@ -133,6 +181,7 @@ static void test_result_quick_not_converged(void)
     r.out.quick_hold = QW_HOLD_INTERVAL;
     j = capture(out_result, &r);
     CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK(json_is_false(json_object_get(j, "quick_answered")));
     CHECK_STR(json_string_value(json_object_get(j, "quick_held_by")), "interval");
     CHECK_NEAR(NUM(j, "quick_bps"), 9e5, 1e-6);
     CHECK_NEAR(NUM(j, "quick_ci_pct"), 12.0, 1e-9);
@@ -159,6 +208,9 @@ static void test_result_quick_not_entered(void)
     CHECK(ISNULL(j, "quick_ci_pct"));
     CHECK(ISNULL(j, "quick_held_by"));
     CHECK(json_is_false(json_object_get(j, "quick_converged")));
+    CHECK(json_is_false(json_object_get(j, "quick_answered")));
+    CHECK(ISNULL(j, "quick_lo_bps"));
+    CHECK(ISNULL(j, "quick_bound_by"));
     CHECK_NEAR(NUM(j, "full_bps"), 8e5, 1e-6);
     CHECK(ISNULL(j, "rule"));
     CHECK(ISNULL(j, "slow_start_end_s"));
@@ -245,6 +297,7 @@ int main(void)
 {
     out_set_json(1);
     test_result_quick_figures();
+    test_result_quick_answered_at_deadline();
     test_result_quick_not_converged();
     test_result_quick_not_entered();
     test_result_validate_error_pct();

@@ -28,16 +28,16 @@ def test_iperf2_bytes_match_server_report(iperf2_server, streams):
 
 def test_iperf2_quick_mode_ends_early(iperf2_server):
     # a loose tolerance: loopback's rate swings with the machine's load (see
-    # qp.converging_loopback_run)
-    runs = qp.converging_loopback_run(
+    # qp.answered_loopback_run)
+    run = qp.answered_loopback_run(
         "--iperf2", "-c", "127.0.0.1", "-p", iperf2_server.port, "-t", 10, "--quick-tolerance", 50
     )
-    res = runs[-1].last
+    res = run.last
     assert res["quick_mode_entered"] is True
     assert res["rule"] in qp.RULES
     assert res["elapsed_s"] < 3, res
     per_conn = qp.iperf2_server_bytes(iperf2_server.stop())
-    assert per_conn == [r.last["bytes_sent"] for r in runs]
+    assert per_conn == [res["bytes_sent"]]
 
 
 @pytest.mark.parametrize("streams", [1, 3])

@@ -107,17 +107,20 @@ def test_congestion_unavailable_is_refused_listing_allowed():
 LOOSE = ("--quick-tolerance", 50)
 
 
-def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
-    run = qp.converging_loopback_run(*target(iperf3_server), "-t", 10, *LOOSE)[-1]
+def test_quick_mode_answers_well_under_three_seconds_on_loopback(iperf3_server):
+    # on loopback 100 round trips take milliseconds: the answer is due --quick-ms (1 s)
+    # after measuring began, converged or not
+    run = qp.answered_loopback_run(*target(iperf3_server), "-t", 10, *LOOSE)
     res = result_of(run)
     sse = run.one("slow_start_end")
     assert res["mode"] == "quick"
     assert res["quick_mode_entered"] is True
-    assert res["quick_converged"] is True, res
-    assert res["quick_held_by"] is None, res
-    assert 0 <= res["quick_ci_pct"] <= 50, res
+    assert 0 <= res["quick_ci_pct"], res
+    assert res["quick_ci_pct"] == pytest.approx(
+        100 * max(res["quick_hi_bps"] - res["quick_bps"], res["quick_bps"] - res["quick_lo_bps"]) / res["quick_bps"],
+        rel=1e-6,
+    )
     assert res["quick_basis"] in ("time", "loss_cycles", "bbr_cycles")
-    assert res["quick_batches"] >= 3
     assert res["quick_steady_bps"] > 0
     assert res["elapsed_s"] < 3, res
     assert sse["rule"] in qp.RULES
@@ -137,20 +140,37 @@ def test_quick_mode_ends_well_under_three_seconds_on_loopback(iperf3_server):
     )
     assert res["cumulative_bps"] == pytest.approx(res["bytes_acked"] * 8 / res["elapsed_s"], rel=2e-3)
     phases = [e["phase"] for e in run.of("phase")]
-    assert [p for p in phases if p in ("slow_start", "measuring", "finishing")] == [
+    assert [p for p in phases if p in ("slow_start", "measuring", "full", "finishing")] == [
         "slow_start",
         "measuring",
         "finishing",
     ], phases
 
 
-def test_quick_mode_that_cannot_converge_falls_back_to_the_full_run(iperf3_server):
+def test_quick_mode_that_cannot_converge_answers_at_its_deadline(iperf3_server):
     # 100 ms cannot hold the five batches of two slices (each at least a 20 ms sample) the
-    # window needs, so it gives up at --quick-max-ms and the run goes on to -t.
+    # window needs: it answers at --quick-max-ms with what it has, and the run ends there
     run = qp.run_qp(*target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100)
     res = result_of(run)
     assert res["quick_mode_entered"] is True
-    assert res["quick_converged"] is False, res
+    assert res["quick_converged"] is False and res["quick_answered"] is True, res
+    assert res["elapsed_s"] < 1.0, res
+    assert res["full_bps"] is None
+    assert res["quick_lo_bps"] <= res["quick_bps"] <= res["quick_hi_bps"], res
+    assert res["quick_bound_by"] in qp.quick_bounds(), res
+    assert res["quick_bound_text"], res
+    assert res["quick_held_by"] in qp.quick_holds(), res
+    assert res["full_bytes_estimate"] == pytest.approx(res["quick_bps"] * 2 / 8, rel=1e-3)
+    phases = [e["phase"] for e in run.of("phase")]
+    assert phases == ["slow_start", "measuring", "finishing"], phases
+
+
+def test_quick_mode_until_converged_falls_back_to_the_full_run(iperf3_server):
+    # the same, asked to run until converged: it goes on to -t and the full run is the result
+    run = qp.run_qp(*target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100, "--until-converged")
+    res = result_of(run)
+    assert res["quick_mode_entered"] is True
+    assert res["quick_converged"] is False and res["quick_answered"] is False, res
     assert 2.0 <= res["elapsed_s"] <= 3.0, res
     assert res["full_bps"] == res["cumulative_bps"]
     assert res["full_bytes_estimate"] == pytest.approx(res["cumulative_bps"] * 2 / 8, rel=1e-3)
@@ -196,8 +216,24 @@ def test_qwreplay_reproduces_the_validate_window(iperf3_server, tmp_path):
     row = dict(zip(head.split("\t"), line.split("\t")))
     assert float(row["pred_mbps"]) == pytest.approx(v["quick_bps"] / 1e6, abs=0.0005)
     assert row["converged"] == ("1" if v["quick_converged"] else "0")
+    assert row["answered"] == ("1" if v["quick_answered"] else "0")
     assert float(row["ci_pct"]) == pytest.approx(v["quick_ci_pct"], abs=0.005)
+    assert float(row["lo_mbps"]) == pytest.approx(v["quick_lo_bps"] / 1e6, abs=0.0005)
+    assert float(row["hi_mbps"]) == pytest.approx(v["quick_hi_bps"] / 1e6, abs=0.0005)
+    assert row["bound_by"] == v["quick_bound_by"]
+    assert row["covered"] == ("1" if v["quick_lo_bps"] <= v["full_bps"] <= v["quick_hi_bps"] else "0")
     assert float(row["truth_mbps"]) == pytest.approx(v["full_bps"] / 1e6, abs=0.0005)
+    # the estimator's settings from the command line: a deadline of 100 ms answers earlier
+    out = subprocess.run(
+        [str(qp.ROOT / "prober/build/qwreplay"), "-m", "100", "-M", "100", str(rec)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    head, line = out.stdout.splitlines()
+    short = dict(zip(head.split("\t"), line.split("\t")))
+    assert float(short["end_t"]) < float(row["end_t"]), (short, row)
+    assert short["answered"] == "1"
+    bad = subprocess.run([str(qp.ROOT / "prober/build/qwreplay"), "-M", "x", str(rec)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage: qwreplay" in bad.stderr
 
 
 def test_validate_mode_reports_quick_and_full_figures(iperf3_server):

@@ -115,4 +115,6 @@ def test_qwreplay_reproduces_a_bbr_window_after_startup_losses(make_lab, tmp_pat
     assert float(row["pred_mbps"]) == pytest.approx(v["quick_bps"] / 1e6, abs=0.0005)
     assert row["converged"] == ("1" if v["quick_converged"] else "0")
     assert float(row["ci_pct"]) == pytest.approx(v["quick_ci_pct"], abs=0.005)
+    assert float(row["lo_mbps"]) == pytest.approx(v["quick_lo_bps"] / 1e6, abs=0.0005)
+    assert float(row["hi_mbps"]) == pytest.approx(v["quick_hi_bps"] / 1e6, abs=0.0005)
     assert row["hold"] == (v["quick_held_by"] or "-")

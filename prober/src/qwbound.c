@@ -1,0 +1,270 @@
+/* qwbound.c: the quick answer's interval, built from the evidence the window has (qw_bound
+ * in quickwin.h).
+ *
+ * A window that converged has a narrow statistical interval and nothing that says the rate
+ * still moves. A window that reached its deadline first answers all the same, and what kept
+ * it open becomes a term of the interval instead of a reason to run on:
+ * - statistics: the batches' scatter (qw_predict's prediction interval);
+ * - short: too few batches for an interval: the spread of the counted time's quarters;
+ * - levels: the rate changed level (cross traffic starting or stopping): the rest of the
+ *   run may sit at any of the levels seen, so the interval spans them;
+ * - sawtooth (Reno, CUBIC): no level cycle seen and no queue that keeps the link full
+ *   through a cut: after a cut cwnd is beta x (1 + B) BDP with a buffer of B BDP, and the
+ *   link idles until cwnd is back at one BDP; the long-run share that leaves
+ *   (qw_sawtooth_share) of the capacity the window saw is the lower end;
+ * - random loss (Reno, CUBIC, fewer than three whole loss cycles): k loss events in n
+ *   packets bound the loss-event rate (Poisson, 95 %), and at that rate TCP's loss
+ *   response (Mathis et al. for Reno, RFC 9438 for CUBIC) may hold cwnd's peaks below the
+ *   buffer's top: the same share, from a lower peak; it rises as packets pass;
+ * - BBR: its rate over a gain cycle averages its bandwidth estimate, so the estimate (the
+ *   largest delivery rate of the last 10 rounds) bounds the rate from above;
+ * - capacity: no side is above the largest rate the counted time's quarters ran at.
+ * The widest side names its evidence (quick_bound_by). The terms map a steady rate r to the
+ * run's figure as qw_predict does: run = quick + (r - steady) x (its share of the run). */
+#include "qwint.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#define QW_QUARTERS 4           /* level pieces of the counted time */
+#define CUBIC_C 0.4             /* RFC 9438: C */
+#define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
+
+/* Rates (bytes/s) of QW_QUARTERS equal pieces of the counted slices since measuring began
+ * (transients the window dropped included); returns how many were formed. */
+static int quarter_rates(const qw_window *w, double *rate)
+{
+    double total = 0, acc_b = 0, acc_s = 0;
+    int k = 0;
+
+    for (int i = 0; i < w->n; i++)
+        if (!w->s[i].excluded)
+            total += w->s[i].t1 - w->s[i].t0;
+    if (total <= 0)
+        return 0;
+    for (int i = 0; i < w->n && k < QW_QUARTERS; i++) {
+        if (w->s[i].excluded)
+            continue;
+        acc_b += (double)w->s[i].bytes;
+        acc_s += w->s[i].t1 - w->s[i].t0;
+        if (acc_s >= total / QW_QUARTERS * 0.999 || i == w->n - 1) {
+            rate[k++] = acc_b / acc_s;
+            acc_b = acc_s = 0;
+        }
+    }
+    return k;
+}
+
+/* Smallest and largest of n rates. */
+static void range_of(const double *rate, int n, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = 0;
+    for (int i = 0; i < n; i++) {
+        *lo = fmin(*lo, rate[i]);
+        *hi = fmax(*hi, rate[i]);
+    }
+}
+
+/* Long-run share of the link a loss-based flow keeps when its cwnd peaks at top BDPs and
+ * each cut sets it to beta x top: cwnd grows linearly between cuts (Reno; CUBIC's concave
+ * growth leaves the low part sooner, so this is its lower bound). Below one BDP the link
+ * idles and the rate is cwnd / min RTT; from one BDP up a queue keeps it full. */
+double qw_sawtooth_share(double beta, double top)
+{
+    double bottom = beta * top, below;
+
+    if (top <= 0)
+        return 0;
+    if (top <= 1.0)
+        return (1.0 + beta) / 2.0 * top;
+    if (bottom >= 1.0)
+        return 1.0;
+    below = (1.0 - bottom) / (top - bottom);    /* share of the cycle below one BDP */
+    return 1.0 - below * (1.0 - bottom) / 2.0;
+}
+
+/* The average window (packets) one loss-based flow keeps at loss-event rate p and RTT
+ * rtt_s: Reno's 1.22 / sqrt(p) (Mathis et al.); CUBIC the larger of that (its Reno-friendly
+ * region) and 1.054 x (RTT / p)^(3/4) (RFC 9438 section 5.1, C 0.4, beta 0.7). */
+double qw_loss_window_pkts(int cubic, double p, double rtt_s)
+{
+    double w_pkts = RENO_K / sqrt(p);
+
+    if (cubic) {
+        double k = pow(CUBIC_C * (3.0 + 0.7) / (4.0 * (1.0 - 0.7)), 0.25);
+
+        w_pkts = fmax(w_pkts, k * pow(rtt_s, 0.75) / pow(p, 0.75));
+    }
+    return w_pkts;
+}
+
+/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
+ * (a queue builds only at a full link), at least the fastest quarter of the counted time. */
+double qw_capacity_seen(const qw_window *w)
+{
+    double q[QW_QUARTERS], qlo, qhi, b = 0, s = 0;
+
+    range_of(q, quarter_rates(w, q), &qlo, &qhi);
+    for (int i = 0; i < w->n; i++) {
+        if (w->s[i].excluded || !(w->s[i].q_lo_min >= 0.25))
+            continue;
+        b += (double)w->s[i].bytes;
+        s += w->s[i].t1 - w->s[i].t0;
+    }
+    return fmax(s > 0 ? b / s : 0, fmax(qhi, w->est.rate_bps / 8.0));
+}
+
+/* Poisson: the 95 % upper bound of the mean given k events (chi-square / 2), k >= 0. */
+static double poisson_upper95(uint32_t k)
+{
+    static const double u[] = { 3.00, 4.74, 6.30, 7.75, 9.15, 10.51, 11.84, 13.15, 14.43,
+                                15.71, 16.96 };
+
+    return k < sizeof u / sizeof u[0] ? u[k] : k + 1.645 * sqrt((double)k) + 1.5;
+}
+
+/* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began:
+ * cwnd, and with it the sawtooth, does not set its rate. */
+static int mostly_limited(const qw_window *w)
+{
+    double span_us = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
+
+    return span_us > 0 && (double)(w->limited_us - w->limited_us0) >= 0.5 * span_us * 1e6;
+}
+
+/* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
+ * set it (*by; the rate itself when nothing lowers it):
+ * - a cut from the deepest queue seen, B BDPs (slow-start's overshoot included), leaves
+ *   cwnd at beta x (1 + B) BDP: qw_sawtooth_share of the capacity cap;
+ * - random loss not yet ruled out: after k loss events that did not come at the top of the
+ *   buffer (w->random_events) in n packets since measuring began its rate is below
+ *   poisson_upper95(k) / n at 95 %, and at that rate each stream's
+ *   window averages qw_loss_window_pkts and peaks at 2 / (1 + beta) x that, which may be
+ *   below the buffer's top.
+ * Neither when the window holds three whole cycles (they hold whatever the loss process
+ * is) or the stream was mostly receiver- or send-buffer-limited. */
+double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, rtt = w->slice_rtt_us / 1e6;
+    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double packets = (double)(w->delivered_bytes - w->start_delivered) / mss;
+    double rate = w->est.rate_bps / 8.0, top, floor_rate;
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+
+    *by = QW_BOUND_SAWTOOTH;
+    if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || min_rtt <= 0 || rate <= 0 ||
+        (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3) || mostly_limited(w))
+        return rate;
+    top = 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    if (packets >= 1 && rtt > 0) {
+        double p = fmin(1.0, poisson_upper95(w->random_events) / packets);
+        double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, rtt);
+        double top_p = streams * peak * mss / (cap * min_rtt);
+
+        if (top_p < top) {
+            top = top_p;
+            *by = QW_BOUND_RANDOM_LOSS;
+        }
+    }
+    floor_rate = qw_sawtooth_share(w->p.beta, top) * cap;
+    return floor_rate < rate ? floor_rate : rate;
+}
+
+/* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
+static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
+{
+    if (lo < b->lo)
+        b->lo = lo;
+    if (hi > b->hi)
+        b->hi = hi;
+    if (fmax(b->steady - lo, hi - b->steady) > b->width) {
+        b->width = fmax(b->steady - lo, hi - b->steady);
+        b->by = by;
+    }
+}
+
+/* The interval of the run's figure pr->rate_bps from the window's evidence (quickwin.h). */
+qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
+{
+    qw_bounds b = { .by = QW_BOUND_STATISTICS };
+    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate;
+    int nq = quarter_rates(w, q);
+    qw_bound_by by;
+
+    if (pr->rate_bps <= 0 || w->est.rate_bps <= 0)
+        return b;
+    b.steady = b.lo = b.hi = w->est.rate_bps / 8.0;
+    range_of(q, nq, &qlo, &qhi);
+    cap = qw_capacity_seen(w);
+    if (pr->ci_frac >= 0) {
+        /* the prediction interval is on the run's figure: back to the steady rate */
+        double half = pr->ci_frac * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
+
+        widen(&b, b.steady - half, b.steady + half, QW_BOUND_STATISTICS);
+    } else {
+        widen(&b, nq >= 2 ? qlo : 0, nq >= 2 ? qhi : cap, QW_BOUND_SHORT);
+    }
+    /* a window that answered at its deadline with the rate changing level */
+    if (w->state != QW_CONVERGED &&
+        (w->varying || w->drops > 0 || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
+         w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE))
+        widen(&b, qlo, qhi, QW_BOUND_LEVELS);
+    floor_rate = qw_loss_floor(w, cap, &by);
+    if (floor_rate < b.steady)
+        widen(&b, floor_rate, b.steady, by);
+    /* the upper side: never above the capacity seen, nor (BBR) its bandwidth estimate */
+    b.hi = fmin(b.hi, cap);
+    if (w->p.bbr && w->n && w->s[w->n - 1].bw_bps > 0)
+        b.hi = fmin(b.hi, fmax(w->s[w->n - 1].bw_bps / 8.0, b.steady));
+    b.lo = fmax(0, fmin(b.lo, b.steady));
+    b.hi = fmax(b.hi, b.steady);
+    /* to the run's figure, as qw_predict maps the steady rate */
+    b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
+    b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
+    return b;
+}
+
+/* The answer a window gives for a run of full_s seconds (quickwin.h). */
+qw_answer qw_answer_of(const qw_window *w, double full_s)
+{
+    qw_prediction pr = qw_predict(w, full_s);
+    qw_bounds b = qw_bound(w, &pr);
+    qw_answer a = { 0, 0, 0, -1, b.by };
+
+    if (pr.rate_bps <= 0)
+        return a;
+    a.lo_bps = b.lo_bps;
+    a.hi_bps = b.hi_bps;
+    a.rate_bps = fmin(fmax(pr.rate_bps, a.lo_bps), a.hi_bps);
+    a.ci_frac = fmax(a.hi_bps - a.rate_bps, a.rate_bps - a.lo_bps) / a.rate_bps;
+    return a;
+}
+
+/* Each evidence's name (JSON) and what it means (the human report and the portal). */
+static const struct {
+    const char *name, *text;
+} bound_names[] = {
+    [QW_BOUND_STATISTICS] = { "statistics", "the rate's scatter over the measured cycles" },
+    [QW_BOUND_SHORT] = { "short", "too little was measured for an interval: the interval spans "
+                                  "the rates of the measured time's quarters" },
+    [QW_BOUND_LEVELS] = { "levels", "the rate changed level during the window (cross traffic?): "
+                                    "the interval spans the levels seen" },
+    [QW_BOUND_SAWTOOTH] = { "sawtooth", "no whole sawtooth cycle was seen: the lower end is what a "
+                                        "cut leaves of the link with the buffer depth seen" },
+    [QW_BOUND_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss: "
+                                              "the lower end is the rate TCP keeps at the loss "
+                                              "rate not yet ruled out" },
+};
+
+/* "statistics", "levels", ...; NULL for an unknown value. */
+const char *qw_bound_name(qw_bound_by by)
+{
+    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].name : NULL;
+}
+
+/* What the evidence means, in words; NULL for an unknown value. */
+const char *qw_bound_text(qw_bound_by by)
+{
+    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].text : NULL;
+}

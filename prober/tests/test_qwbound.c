@@ -1,0 +1,170 @@
+/* test_qwbound.c: the quick answer's interval from the window's evidence (src/qwbound.c). */
+#include "check.h"
+#include "quickwin.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MSS 1448
+
+static qw_sample s[1000];
+static int ns;
+static qw_window w;
+
+/* Append samples every 20 ms for secs at rate_bps, smoothed RTT rtt_us over a min RTT of
+ * min_rtt_us, BBR mode m with bandwidth estimate bw_bps (0: none). */
+static void run_at(double secs, double rate_bps, uint32_t rtt_us, uint32_t min_rtt_us,
+                   qw_bbr_mode m, uint64_t bw_bps)
+{
+    for (int k = 0; k < (int)(secs / 0.02 + 0.5) && ns < 1000; k++, ns++) {
+        const qw_sample *prev = ns ? &s[ns - 1] : NULL;
+
+        s[ns] = (qw_sample){ .t_s = prev ? prev->t_s + 0.02 : 0.02, .rtt_us = rtt_us,
+                             .min_rtt_us = min_rtt_us, .cwnd_bytes = 100 * MSS, .mss_bytes = MSS,
+                             .bbr_mode = m, .bw_bps = bw_bps };
+        s[ns].delivered_bytes = (prev ? prev->delivered_bytes : 0) + (uint64_t)(rate_bps / 8 * 0.02);
+    }
+}
+
+/* Open a window at 0 with p and feed every sample; the run's prediction for full_s. */
+static qw_prediction feed_all(const qw_params *p, double full_s)
+{
+    qw_open(&w, p, 0.0, 100 * MSS, 0);
+    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+    return qw_predict(&w, full_s);
+}
+
+/* Known values of the sawtooth's share of the link and of TCP's loss response. */
+static void test_sawtooth_share_and_loss_response_exact(void)
+{
+    CHECK_NEAR(qw_sawtooth_share(0.5, 1.0), 0.75, 1e-12);       /* Reno, no buffer */
+    CHECK_NEAR(qw_sawtooth_share(0.7, 1.0), 0.85, 1e-12);       /* CUBIC, no buffer */
+    CHECK_NEAR(qw_sawtooth_share(0.5, 2.0), 1.0, 1e-12);        /* Reno, one-BDP buffer */
+    CHECK_NEAR(qw_sawtooth_share(0.7, 1.43), 1.0, 1e-12);       /* 0.7 x 1.43 >= 1 */
+    /* Reno at a half-BDP buffer: from 0.75 to 1.5 BDP, a third of the cycle below one BDP
+     * at an average shortfall of 0.125 */
+    CHECK_NEAR(qw_sawtooth_share(0.5, 1.5), 1.0 - 0.25 / 0.75 * 0.25 / 2, 1e-12);
+    CHECK_NEAR(qw_sawtooth_share(0.5, 0.5), 0.375, 1e-12);      /* never fills the pipe */
+    CHECK_NEAR(qw_sawtooth_share(0.7, 0.0), 0.0, 0);
+    /* Mathis: 1.2247 / sqrt(1e-4); CUBIC at 100 ms: 1.0538 x (0.1 / 1e-4)^(3/4) = 187.40 */
+    CHECK_NEAR(qw_loss_window_pkts(0, 1e-4, 0.1), 122.47, 0.01);
+    CHECK_NEAR(qw_loss_window_pkts(1, 1e-4, 0.1), 187.40, 0.01);
+    /* at 1 ms CUBIC's Reno-friendly region is the larger */
+    CHECK_NEAR(qw_loss_window_pkts(1, 1e-4, 0.001), 122.47, 0.01);
+}
+
+/* CUBIC at 100 Mbit/s x 50 ms with no queue and no loss, answered after 2 s: the packets
+ * seen rule out random loss only above 3 / n, and at that rate CUBIC's peak (2 / 1.7 x its
+ * average window) stays below one BDP: the floor is that sawtooth's share of the link. */
+static void test_random_loss_floor_from_packets_seen(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 2.0, .sample_s = 0.02,
+                    .beta = 0.7, .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+    qw_bound_by by;
+    double n, peak, cap = 100e6 / 8, top, want;
+
+    ns = 0;
+    run_at(3.0, 100e6, 50000, 50000, QW_BBR_NONE, 0);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    n = (double)(w.delivered_bytes - w.start_delivered) / MSS;
+    peak = 2.0 / 1.7 * qw_loss_window_pkts(1, 3.0 / n, 0.05);
+    top = peak * MSS / (cap * 0.05);
+    CHECK(top < 1.0);
+    want = qw_sawtooth_share(0.7, top) * cap;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_RANDOM_LOSS);
+    CHECK_NEAR(b.lo, want, want * 1e-9);
+    CHECK_NEAR(b.lo_bps, pr.rate_bps + (want - b.steady) * 8 * pr.steady_share, 1e-3);
+    CHECK(b.hi_bps <= pr.rate_bps * 1.001);     /* never above the capacity seen */
+    /* the same with 8 streams: each stream's window is an eighth, the floor 8 x higher */
+    p.streams = 8;
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), qw_sawtooth_share(0.7, fmin(1.0, 8 * top)) * cap, cap * 1e-9);
+}
+
+/* Reno at 10 Mbit/s x 10 ms (a window of 9 packets, which random loss the packets of 2 s
+ * leave open cannot hold down) with no queue and no cut: a cut would take the link to half
+ * a BDP and Reno climbs back linearly, so three quarters of the link is the floor. */
+static void test_incomplete_sawtooth_floor(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 2.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(3.0, 10e6, 10000, 10000, QW_BBR_NONE, 0);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_SAWTOOTH);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_SAWTOOTH);
+    CHECK_NEAR(b.lo, 0.75 * 10e6 / 8, 10e6 / 8 * 1e-6);
+    CHECK_STR(qw_bound_name(b.by), "sawtooth");
+    CHECK(qw_bound_text(b.by) != NULL);
+}
+
+/* BBR in PROBE_BW whose rate changes level with the path (0.8 s at 100 Mbit/s, then 60):
+ * the window cannot converge, and its answer at the deadline spans both levels. */
+static void test_levels_span_the_rates_seen(void)
+{
+    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(0.8, 100e6, 20000, 20000, QW_BBR_PROBE_BW, 0);
+    run_at(2.7, 60e6, 20000, 20000, QW_BBR_PROBE_BW, 0);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(w.varying);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_LEVELS);
+    CHECK(b.lo <= 60e6 / 8 * 1.02);     /* the levels', or the batches' wider scatter */
+    CHECK_NEAR(b.hi, 100e6 / 8, 100e6 / 8 * 0.02);
+    CHECK(b.lo_bps < pr.rate_bps && pr.rate_bps < b.hi_bps);
+    /* the estimate counts every level since measuring began, not the last one alone */
+    CHECK(qw_result(&w)->rate_bps > 65e6 && qw_result(&w)->rate_bps < 80e6);
+}
+
+/* BBR's bandwidth estimate caps the upper side; a window too short for batches spans its
+ * quarters (short). */
+static void test_bbr_estimate_caps_and_short_window(void)
+{
+    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(4.0, 100e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)100e6);
+    for (int i = 0; i < ns; i++)    /* a little scatter, so that the interval has a width */
+        s[i].delivered_bytes += (uint64_t)((i % 8) * 3000);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(b.hi <= 100e6 / 8 + 1e-6 || b.hi <= b.steady);
+    CHECK(b.lo < b.steady);
+    p.max_s = 0.1;
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP && qw_result(&w)->ci_frac < 0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_SHORT || b.width == 0);
+}
+
+int main(void)
+{
+    test_sawtooth_share_and_loss_response_exact();
+    test_random_loss_floor_from_packets_seen();
+    test_incomplete_sawtooth_floor();
+    test_levels_span_the_rates_seen();
+    test_bbr_estimate_caps_and_short_window();
+    return check_done();
+}
