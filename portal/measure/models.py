@@ -241,7 +241,7 @@ class Measurement(models.Model):
 
     @property
     def headline_bps(self):
-        # Same rule as history.headline_expr: an estimate that did not converge is not the result.
+        # Same rule as paths.headline_expr: an estimate that did not converge is not the result.
         if self.quick_mode_entered and self.quick_converged is not False:
             return self.quick_bps
         return self.cumulative_bps

@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from . import history, pagecache, paths
+from . import pagecache, paths
 from .models import Site
 
 TABLE_PAGE_SIZE = 25
@@ -54,9 +54,7 @@ def site_page(request, slug):
     page = page_number(request.GET.get("page"))
     context = {"site": site, "paths": site_paths, "vantage": path, "page": page}
     if path is None:
-        rows, has_next = pagecache.for_site(
-            site, "table", lambda: history.recent_page(site, page, TABLE_PAGE_SIZE), page
-        )
+        rows, has_next = pagecache.for_site(site, "table", lambda: paths.recent_page(site, page, TABLE_PAGE_SIZE), page)
         return render(request, "measure/site.html", {**context, "table": {"rows": rows, "has_next": has_next}})
     vantage_id = path["vantage"]
     counts = {mode: path[mode] for mode in paths.MODES}
@@ -68,7 +66,7 @@ def site_page(request, slug):
         )
     analyses = pagecache.for_site(site, "path", lambda: _analyses(site, vantage_id, mode), vantage_id, mode)
     rows, has_next = pagecache.for_site(
-        site, "path-table", lambda: paths.recent_page(site.pk, vantage_id, page, TABLE_PAGE_SIZE), vantage_id, page
+        site, "path-table", lambda: paths.recent_page(site, page, TABLE_PAGE_SIZE, vantage_id), vantage_id, page
     )
     return render(
         request,

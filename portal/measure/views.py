@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import history, pagecache, paths, progress
+from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
@@ -18,8 +18,6 @@ from .quotas import QuotaExceeded
 from .services import request_measurement
 from .trace import trace_csv_rows
 from .vocab import Phase, Status
-
-TABLE_PAGE_SIZE = 25
 
 
 @require_GET
@@ -30,7 +28,7 @@ def healthz(request):
 
 @require_GET
 def sites(request):
-    sites = pagecache.for_all_sites("overview", history.sites_overview)
+    sites = pagecache.for_all_sites("overview", paths.sites_overview)
     found = pagecache.for_all_sites("paths", paths.paths_by_site)
     # Alerts open after a result's transaction: their flags are read fresh, never cached.
     flags = paths.path_flags()
