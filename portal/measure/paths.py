@@ -37,8 +37,8 @@ from django.db.models import (
 from django.db.models.functions import Abs, ExtractHour, RowNumber
 from django.utils import timezone
 
-from .forms import format_window
 from .models import Measurement, Site, Vantage
+from .units import format_window
 from .vocab import Mode, Status
 
 MODES = ("quick", "full", "validate")

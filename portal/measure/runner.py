@@ -20,10 +20,10 @@ from django.utils import timezone
 from workers import prober
 
 from . import progress, signals, vantages
-from .forms import format_window
 from .models import Measurement, MeasurementTrace
 from .results import result_fields, trace_summary
 from .trace import TraceBuilder
+from .units import format_window
 from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Status
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from portal.measure.models import Measurement, Site, Vantage, new_measurement_slug
+from portal.measure.units import format_duration
 
 from . import spec
 
@@ -70,7 +71,7 @@ class Sweep(models.Model):
     @property
     def schedule_text(self):
         if self.every_s:
-            return f"every {spec.format_seconds(self.every_s)}"
+            return f"every {format_duration(self.every_s)}"
         if self.cron:
             return f"cron {self.cron} (UTC)"
         return "not scheduled"

@@ -4,7 +4,7 @@ their measurements on every call, so it is never stale."""
 
 from dataclasses import dataclass, field
 
-from portal.measure.forms import format_window
+from portal.measure.units import format_window
 from portal.measure.vocab import FailureCode
 
 from .models import SweepCell

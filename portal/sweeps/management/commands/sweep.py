@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from portal.measure.models import Site, Vantage
-from portal.measure.templatetags.units import format_bytes
+from portal.measure.units import format_bytes
 from portal.sweeps import planning, summary
 from portal.sweeps.forms import SweepForm
 from portal.sweeps.models import Sweep
