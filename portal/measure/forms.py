@@ -6,14 +6,13 @@ from django.core.exceptions import BadRequest
 from . import vantages as presence
 from .models import Site, Vantage
 from .units import SIZE_PATTERN, parse_size
-from .vocab import Mode
+from .vocab import MODES, Mode
 
 DURATION_RANGE = (1, 60)
 STREAMS_RANGE = (1, 16)
 WINDOW_MIN = 4 * 1024
 WINDOW_MAX = 16 * 1024 * 1024
 DEFAULTS = {"mode": Mode.QUICK.value, "duration_s": 10, "streams": 1}
-MODES = tuple(Mode.values)
 
 
 def parse_window(text):

@@ -253,7 +253,7 @@ class Measurement(models.Model):
             self.quick_mode_entered
             and self.quick_converged is not False
             and self.quick_ci_pct is not None
-            and self.mode != "full"
+            and self.mode != Mode.FULL
         )
 
     @property

@@ -39,9 +39,7 @@ from django.utils import timezone
 
 from .models import Measurement, Site, Vantage
 from .units import format_window
-from .vocab import Mode, Status
-
-MODES = ("quick", "full", "validate")
+from .vocab import MODES, Mode, Status
 
 # The analyses describe the path as it is now: a median over a year would mix in route changes
 # and upgrades (and sorting a year of rows per hour costs ~0.4 s at 100,000).
@@ -242,9 +240,9 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
         x = int(created_at.timestamp() * 1000)
         if headline is not None:
             point = {"x": x, "y": headline, "slug": slug, "limited": bool(limited)}
-            if mode == "quick" and entered and converged is False:
+            if mode == Mode.QUICK and entered and converged is False:
                 point["converged"] = False  # y is the full run's figure; the estimate had no bar to show
-            elif mode == "quick" and entered and ci_pct is not None:
+            elif mode == Mode.QUICK and entered and ci_pct is not None:
                 point.update(ci_pct=ci_pct, converged=converged)
             series[mode].append(point)
         if rtt_us is not None:
@@ -432,7 +430,7 @@ class Percentile(Median):
 
 def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATTER_POINTS):
     since = _since(days, now)
-    validate = path_results(site_id, vantage_id, "validate").filter(
+    validate = path_results(site_id, vantage_id, Mode.VALIDATE).filter(
         created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False
     )
     points = [
@@ -470,7 +468,7 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
             "median": statistics.median(errors) if errors else None,
             "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         }
-    quick = path_results(site_id, vantage_id, "quick").filter(created_at__gte=since, quick_mode_entered=True)
+    quick = path_results(site_id, vantage_id, Mode.QUICK).filter(created_at__gte=since, quick_mode_entered=True)
     saved = quick.aggregate(
         n=Count("pk"),
         time_s=Sum(F("full_time_s") - F("elapsed_s")),

@@ -24,7 +24,7 @@ from .models import Measurement, MeasurementTrace
 from .results import result_fields, trace_summary
 from .trace import TraceBuilder
 from .units import format_window
-from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Status
+from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Protocol, Status
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def prober_command(measurement):
         m.mode,
         "--json",
     ]
-    if m.site.protocol == "iperf2":
+    if m.site.protocol == Protocol.IPERF2:
         cmd.append("--iperf2")
     if m.window_bytes:
         cmd += ["-w", format_window(m.window_bytes)]

@@ -5,6 +5,7 @@ from django import forms
 
 from portal.measure.models import Site, Vantage
 from portal.measure.units import format_duration
+from portal.measure.vocab import Mode
 
 from . import spec
 from .models import Sweep
@@ -18,7 +19,9 @@ def _known_congestion_controls():
 
 
 class SweepForm(forms.ModelForm):
-    modes_text = forms.CharField(label="Modes", initial="quick", help_text="Comma-separated: quick, full, validate.")
+    modes_text = forms.CharField(
+        label="Modes", initial=Mode.QUICK.value, help_text="Comma-separated: quick, full, validate."
+    )
     windows_text = forms.CharField(
         label="Windows (-w)",
         required=False,

@@ -6,12 +6,12 @@ from celery.schedules import ParseException, crontab
 
 from portal.measure.forms import parse_window
 from portal.measure.units import format_size, format_window, parse_duration, parse_size
+from portal.measure.vocab import MODES
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
 DURATION_RANGE = (1, 60)
 EVERY_RANGE_S = (1, 366 * 86400)
 SLIP_MAX_S = 3600  # a delayed start waits in the broker; Redis redelivers after an hour
-MODES = ("quick", "full", "validate")
 DEFAULT_WINDOW_WORDS = {"default", "kernel", "-"}
 
 # Budgets run to gigabytes a day: the portal's size grammar with G and T too.

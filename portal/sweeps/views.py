@@ -6,6 +6,8 @@ admin's, staff only."""
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from portal.measure.vocab import SweepRunStatus
+
 from . import summary
 from .models import SweepRun
 
@@ -35,6 +37,6 @@ def run(request, slug):
     }
     if request.htmx:
         # 286 tells htmx to stop polling once every cell is final; the last grid is still swapped in.
-        status = 286 if totals.finished and sweep_run.status == "planned" else 200
+        status = 286 if totals.finished and sweep_run.status == SweepRunStatus.PLANNED else 200
         return render(request, "sweeps/run.html#grid", context, status=status)
     return render(request, "sweeps/run.html", context)
