@@ -285,6 +285,20 @@ def recent_page(site, page, size, vantage_id=None):
     return rows[:size], len(rows) > size
 
 
+def path_analyses(site, vantage_id, mode):
+    """Everything the site page shows for one path and mode (cached as one entry)."""
+    matrix = settings_matrix(site.pk, vantage_id, mode)
+    return {
+        "days": ANALYSIS_DAYS,
+        "summary": path_summary(site.pk, vantage_id),
+        "chart": chart_points(site.pk, vantage_id),
+        "profile": time_of_day(site, vantage_id, mode),
+        "matrix": matrix,
+        "matrix_lines": [{"congestion": t["congestion"], "lines": t["lines"]} for t in matrix],
+        "quick_vs_full": quick_vs_full(site.pk, vantage_id),
+    }
+
+
 # --- window x streams: the IEPM-BW table, its lines and its optimum -------------------------
 
 

@@ -10,10 +10,11 @@ from django.db import transaction
 from django.db.models import Avg, Sum
 from django.utils import timezone
 
+from portal.measure import dispatch as measure_dispatch
+from portal.measure import vantages as presence
 from portal.measure.models import Measurement, Site, Vantage
 from portal.measure.vocab import SHARED_QUEUE, TASK_SWEEP_START_RUN, SkipCode, Status, SweepRunStatus, SweepTrigger
 
-from . import dispatch
 from .models import Sweep, SweepCell, SweepRun
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def plan(run_id, sweep=None, now=None):
     sweep = sweep or SweepRun.objects.select_related("sweep").get(pk=run_id).sweep
     sites = _sites(sweep)
     vantages = _vantages(sweep)
-    online = dispatch.online_vantage_ids(vantages)
+    online = {v.pk for v in vantages if presence.is_online(v)}
     history = _History(sweep, now)
     cells, measurements = [], []
     for site in sites:
@@ -97,7 +98,7 @@ def plan(run_id, sweep=None, now=None):
                 if code:
                     cell.skip_code = code
                     cell.skip_reason = (
-                        dispatch.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE else SkipCode(code).label
+                        presence.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE else SkipCode(code).label
                     )[:300]
                 else:
                     cell.measurement = Measurement(
@@ -114,7 +115,8 @@ def plan(run_id, sweep=None, now=None):
                     measurements.append(cell.measurement)
                 cells.append(cell)
     # Saved in queue order (one site after another in turn); sent once this transaction commits.
-    dispatch.queue(_spread(measurements))
+    if measurements:
+        measure_dispatch.queue_measurements(_spread(measurements))
     for cell in cells:
         cell.measurement_id = cell.measurement.pk if cell.measurement is not None else None
     SweepCell.objects.bulk_create(cells)

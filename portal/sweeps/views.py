@@ -18,14 +18,16 @@ LARGE_RUN_CELLS = 2000
 
 
 def _get_run_for_user(user, slug):
-    # Everyone may read a run (404 when the slug is unknown); see the module docstring.
-    return get_object_or_404(SweepRun.objects.select_related("sweep"), slug=slug)
+    """(run, detail): any user, signed in or not, may read a run by its unguessable slug, as a
+    permalink (404 for an unknown one); only staff get the cells' stored failure reasons."""
+    sweep_run = get_object_or_404(SweepRun.objects.select_related("sweep"), slug=slug)
+    return sweep_run, bool(user.is_authenticated and user.is_staff)
 
 
 @require_GET
 def run(request, slug):
-    sweep_run = _get_run_for_user(request.user, slug)
-    columns, rows, totals = summary.run_grid(sweep_run, detail=request.user.is_staff)
+    sweep_run, detail = _get_run_for_user(request.user, slug)
+    columns, rows, totals = summary.run_grid(sweep_run, detail=detail)
     context = {
         "run": sweep_run,
         "sweep": sweep_run.sweep,

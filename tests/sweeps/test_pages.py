@@ -53,6 +53,19 @@ def test_run_page_unknown_slug_404(client, db):
     assert client.get("/sweeps/nosuchrun123/").status_code == 404
 
 
+@pytest.mark.parametrize("who", ["anonymous", "other", "staff"])
+def test_run_page_unknown_or_guessed_slug_404_for_every_user(client, run, who):
+    # A run is read by its unguessable slug, like a permalink: signing in (even as staff) opens
+    # no other way in, and a slug one character off is as unknown as any other.
+    if who != "anonymous":
+        client.force_login(factories.make_user(who, is_staff=(who == "staff")))
+    guessed = run.slug[:-1] + ("A" if run.slug[-1] != "A" else "B")
+    for slug in ("nosuchrun123", guessed):
+        assert client.get(f"/sweeps/{slug}/").status_code == 404
+        assert client.get(f"/sweeps/{slug}/", HTTP_HX_REQUEST="true").status_code == 404
+    assert client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true").status_code == 200
+
+
 def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     poll = client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true")
     assert poll.status_code == 200 and 'hx-trigger="every 2s"' in poll.content.decode()
