@@ -81,6 +81,18 @@ def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     assert 'id="total-bytes">762.9 MiB<' in body
 
 
+def test_run_page_cell_shows_the_headline_rule_not_an_unconverged_estimate(client, run):
+    # The permalink's rule (Measurement.headline_bps): an estimate that did not converge is not
+    # the result, the full run it fell back to is.
+    _finish(run)
+    first, second, *_ = SweepCell.objects.filter(run=run).order_by("pk")
+    Measurement.objects.filter(pk=first.measurement_id).update(quick_converged=False, cumulative_bps=1.23e8)
+    Measurement.objects.filter(pk=second.measurement_id).update(quick_converged=True, quick_bps=4.56e8)
+    body = client.get(f"/sweeps/{run.slug}/").content.decode()
+    assert "123.0 Mbit/s" in body and "456.0 Mbit/s" in body
+    assert body.count("900.0 Mbit/s") == 2  # the other two: quick_converged null (older rows)
+
+
 @pytest.mark.parametrize("who", ["anonymous", "other", "staff"])
 def test_run_page_failed_cell_reason_detail_for_staff_busy_counts_as_skipped(client, run, who):
     if who != "anonymous":
