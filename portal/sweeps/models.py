@@ -7,6 +7,8 @@ from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
 
+# A sweep runs the same tests as the request form: the same duration bounds.
+from portal.measure.forms import DURATION_RANGE
 from portal.measure.models import Measurement, Site, Vantage, new_measurement_slug
 from portal.measure.units import format_duration
 from portal.measure.vocab import Mode, SkipCode, SweepRunStatus, SweepTrigger
@@ -31,7 +33,7 @@ class Sweep(models.Model):
     streams = models.JSONField(default=list)
     congestion_controls = models.JSONField(default=list, help_text="'' is each vantage's default.")
     duration_s = models.PositiveSmallIntegerField(
-        default=10, validators=[MinValueValidator(spec.DURATION_RANGE[0]), MaxValueValidator(spec.DURATION_RANGE[1])]
+        default=10, validators=[MinValueValidator(DURATION_RANGE[0]), MaxValueValidator(DURATION_RANGE[1])]
     )
     every_s = models.PositiveIntegerField(null=True, blank=True)
     cron = models.CharField(max_length=100, blank=True)

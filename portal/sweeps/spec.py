@@ -9,7 +9,6 @@ from portal.measure.units import format_size, format_window, parse_duration, par
 from portal.measure.vocab import MODES
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
-DURATION_RANGE = (1, 60)
 EVERY_RANGE_S = (1, 366 * 86400)
 SLIP_MAX_S = 3600  # a delayed start waits in the broker; Redis redelivers after an hour
 DEFAULT_WINDOW_WORDS = {"default", "kernel", "-"}
