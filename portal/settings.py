@@ -7,7 +7,6 @@ Embedded default (nothing set): SQLite and a file-system Celery broker under var
 
 import datetime
 import os
-import socket
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -377,8 +376,6 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "inte
 # Beat's schedule lives in the database (django-celery-beat): sweeps edited in the admin take
 # effect without restarting beat. The static entries (the reaper) are copied in at start.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-
-HOSTNAME = socket.gethostname()
 
 LOGGING = {
     "version": 1,

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.measure.models import Measurement, Site, Vantage
-from portal.measure.vocab import Mode
+from portal.measure.vocab import DeliveryChannel, DeliveryKind, DeliveryStatus, Mode
 
 
 def parse_emails(text):
@@ -136,15 +136,11 @@ class Alert(models.Model):
 class Delivery(models.Model):
     """One notice (alert opened or closed) to one channel; the Celery task fills in the outcome."""
 
-    KIND_CHOICES = [("opened", "alert"), ("closed", "recovery")]
-    CHANNEL_CHOICES = [("email", "e-mail"), ("webhook", "webhook")]
-    STATUS_CHOICES = [("pending", "pending"), ("sent", "sent"), ("failed", "failed")]
-
     alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="deliveries")
-    kind = models.CharField(max_length=8, choices=KIND_CHOICES)
-    channel = models.CharField(max_length=8, choices=CHANNEL_CHOICES)
+    kind = models.CharField(max_length=8, choices=DeliveryKind.choices)
+    channel = models.CharField(max_length=8, choices=DeliveryChannel.choices)
     target = models.TextField()
-    status = models.CharField(max_length=8, choices=STATUS_CHOICES, default="pending")
+    status = models.CharField(max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from portal.measure.models import Measurement
 from portal.measure.paths import series_before, series_key
+from portal.measure.vocab import DeliveryChannel, DeliveryKind, Status
 
 from .models import Alert, AlertRule, Delivery
 
@@ -32,7 +33,9 @@ def rules_for(measurement):
 
 def evaluate(measurement_id):
     """Opens or closes alerts for a finished measurement; returns the alerts that changed."""
-    measurement = Measurement.objects.select_related("site", "vantage").filter(pk=measurement_id, status="done").first()
+    measurement = (
+        Measurement.objects.select_related("site", "vantage").filter(pk=measurement_id, status=Status.DONE).first()
+    )
     if measurement is None:
         return []
     changed = []
@@ -87,7 +90,7 @@ def _open(rule, measurement, series, baseline, threshold, latest):
                 opened_by=measurement,
                 opened_bps=[_point(row) for row in reversed(latest)],
             )
-            _queue_notices(alert, "opened")
+            _queue_notices(alert, DeliveryKind.OPENED)
     except IntegrityError:
         # Another worker stored a result of this path at the same moment and opened it first.
         return None
@@ -104,7 +107,7 @@ def _close(alert, measurement, latest):
         if closed != 1:
             return None
         alert.refresh_from_db()
-        _queue_notices(alert, "closed")
+        _queue_notices(alert, DeliveryKind.CLOSED)
     log.warning("alert %s closed: %s", alert.pk, alert)
     return alert
 
@@ -114,8 +117,10 @@ def _queue_notices(alert, kind):
     from .tasks import send_delivery
 
     rule = alert.rule
-    deliveries = [Delivery(alert=alert, kind=kind, channel="email", target=address) for address in rule.emails]
+    deliveries = [
+        Delivery(alert=alert, kind=kind, channel=DeliveryChannel.EMAIL, target=address) for address in rule.emails
+    ]
     if rule.webhook_url:
-        deliveries.append(Delivery(alert=alert, kind=kind, channel="webhook", target=rule.webhook_url))
+        deliveries.append(Delivery(alert=alert, kind=kind, channel=DeliveryChannel.WEBHOOK, target=rule.webhook_url))
     for delivery in Delivery.objects.bulk_create(deliveries):
         transaction.on_commit(lambda pk=delivery.pk: send_delivery(pk))

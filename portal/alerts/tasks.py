@@ -5,7 +5,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-TASK_DELIVER = "alerts.deliver"
+from portal.measure.vocab import TASK_DELIVER, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,6 @@ def deliver(self, delivery_id):
     if self.request.retries >= settings.ALERT_DELIVERY_RETRIES:
         delivery.give_up(delivery_id)
         log.warning("alert delivery %s failed after %d attempts", delivery_id, self.request.retries + 1)
-        return "failed"
+        return DeliveryStatus.FAILED.value
     countdown = settings.ALERT_RETRY_BASE_S * (2**self.request.retries)
     raise self.retry(args=[delivery_id], countdown=countdown, queue=settings.ALERTS_QUEUE)

@@ -1,7 +1,7 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from portal.measure.pathpages import page_number
+from portal.measure.views import page_number
 
 from .models import Alert
 

@@ -45,10 +45,6 @@ class ApiError(HttpError):
         self.fields = fields
 
 
-def errors_body(**fields):
-    return {"errors": {name: [message] for name, message in fields.items()}}
-
-
 # --- authentication -------------------------------------------------------------------------
 
 MISSING_TOKEN = (

@@ -12,7 +12,7 @@ import re
 
 from django.http import StreamingHttpResponse
 
-from .history import headline_expr
+from .paths import headline_expr
 from .vocab import RESULT_FIELDS, public_failure_reason
 
 MEASUREMENT_CSV_COLUMNS = [

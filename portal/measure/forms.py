@@ -1,42 +1,18 @@
 """The one validator of measurement parameters, shared by the request page and the API."""
 
-import re
-
 from django import forms
 from django.core.exceptions import BadRequest
 
 from . import vantages as presence
 from .models import Site, Vantage
-from .vocab import Mode
+from .units import SIZE_PATTERN, parse_size
+from .vocab import MODES, Mode
 
 DURATION_RANGE = (1, 60)
 STREAMS_RANGE = (1, 16)
 WINDOW_MIN = 4 * 1024
 WINDOW_MAX = 16 * 1024 * 1024
 DEFAULTS = {"mode": Mode.QUICK.value, "duration_s": 10, "streams": 1}
-MODES = tuple(Mode.values)
-
-# The portal's one size grammar: a whole number of bytes, optionally followed by a unit letter,
-# 1024-based as iperf reads -w. The window field takes K and M; SIZE_PATTERN (its grammar) is
-# also the request page's <input pattern> and the OpenAPI schema's, so the browser, the schema
-# and this parser cannot disagree. Larger quantities (sweep budgets) pass units="KMGT".
-SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-_NUMBER = "[0-9]+"
-
-
-def _unit_class(units):
-    return "[" + "".join(u + u.lower() for u in units) + "]?"
-
-
-SIZE_PATTERN = rf"\s*{_NUMBER}\s*{_unit_class('KM')}\s*"
-
-
-def parse_size(text, units="KM"):
-    """'64K' -> 65536 bytes. Raises ValueError when text is not a size in these units."""
-    match = re.fullmatch(rf"\s*({_NUMBER})\s*({_unit_class(units)})\s*", str(text), re.ASCII)
-    if not match:
-        raise ValueError(f"{str(text)!r} is not a size")
-    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]
 
 
 def parse_window(text):
@@ -56,16 +32,6 @@ def parse_window(text):
             f"window {str(text).strip()} = {value} bytes is out of range: allowed 4K (4096) to 16M (16777216)"
         )
     return value
-
-
-def format_window(value):
-    if value is None:
-        return ""
-    if value % (1024 * 1024) == 0:
-        return f"{value // (1024 * 1024)}M"
-    if value % 1024 == 0:
-        return f"{value // 1024}K"
-    return str(value)
 
 
 def _nul_message(name, field):

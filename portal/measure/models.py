@@ -13,9 +13,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models, transaction
 from django.db.models import F, Q
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
+from .units import format_seconds, format_us
 from .vocab import (
     FINISHED_STATUSES,
     QUICK_HOLDS,
@@ -241,7 +245,7 @@ class Measurement(models.Model):
 
     @property
     def headline_bps(self):
-        # Same rule as history.headline_expr: an estimate that did not converge is not the result.
+        # Same rule as paths.headline_expr: an estimate that did not converge is not the result.
         if self.quick_mode_entered and self.quick_converged is not False:
             return self.quick_bps
         return self.cumulative_bps
@@ -253,8 +257,50 @@ class Measurement(models.Model):
             self.quick_mode_entered
             and self.quick_converged is not False
             and self.quick_ci_pct is not None
-            and self.mode != "full"
+            and self.mode != Mode.FULL
         )
+
+    @property
+    def headline_basis(self):
+        """What the headline figure is, in words (the permalink's line under it)."""
+        if self.shows_error_bar:
+            if self.quick_converged:
+                return format_html("quick-mode estimate, converged in {}", format_seconds(self.elapsed_s))
+            return "quick-mode estimate, 95 % interval"
+        if self.quick_mode_entered and self.quick_converged is False:
+            # Our own words, no stored text: the apostrophe needs no escaping.
+            return mark_safe("quick mode did not converge: the full run's average")
+        if self.quick_mode_entered:
+            return "quick-mode estimate"
+        if self.mode == Mode.QUICK:
+            return "quick mode not entered: whole-run average"
+        return f"{self.mode} run average"
+
+    @property
+    def share_description(self):
+        """The finished result in one sentence, for link previews (OpenGraph)."""
+        where = format_html("from {} to {} ({})", self.vantage.name, self.site.name, self.site.host)
+        if self.mode == Mode.QUICK and self.quick_mode_entered:
+            how = format_html(
+                "Quick-mode TCP throughput {}: slow-start ended at {} ({}), measured in {} instead of {} s.",
+                where,
+                format_seconds(self.slow_start_end_s),
+                self.rule,
+                format_seconds(self.elapsed_s),
+                floatformat(self.full_time_s, 0),
+            )
+        else:
+            plural = "" if self.streams == 1 else "s"
+            how = format_html(
+                "{}-length TCP throughput {} over {}, {} stream{}.",
+                self.mode[:1].upper() + self.mode[1:],
+                where,
+                format_seconds(self.elapsed_s),
+                self.streams,
+                plural,
+            )
+        retransmits = "?" if self.retransmits is None else self.retransmits
+        return format_html("{} RTT {}, {} retransmits.", how, format_us(self.rtt_us), retransmits)
 
     @property
     def quick_held_by_text(self):

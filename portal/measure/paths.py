@@ -1,13 +1,15 @@
-"""Paths (vantage -> site) and the IEPM-BW analyses of a path's results.
+"""What a result's history is: the sites overview, a site's table, and the IEPM-BW analyses of
+one path (vantage -> site).
 
 A site seen from two vantages is two paths with different bottlenecks, RTTs and time-of-day
 patterns; quick estimates, 20 s runs and validate runs answer different questions. So every
 analysis here is for one path and keeps the modes apart.
 
-Like history.py, everything aggregates in the database and returns a bounded amount of data
-(at most a few hundred rows or points) whatever the number of stored measurements: a path
-tested every few minutes for a year has 100,000 rows, and its page must cost about what a
-page with ten rows costs. Traces are never read here.
+Everything here aggregates in the database and returns a bounded amount of data (at most a
+few hundred rows or points) whatever the number of stored measurements: a path tested every
+few minutes for a year has 100,000 rows, and its page must cost about what a page with ten
+rows costs. Traces are never read here. The views cache what these return under the site's
+data version (pagecache.py); nothing here caches.
 """
 
 import datetime
@@ -15,17 +17,32 @@ import statistics
 import zoneinfo
 
 from django.db import connection
-from django.db.models import Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When, Window
+from django.db.models import (
+    Aggregate,
+    Avg,
+    Case,
+    Count,
+    F,
+    FloatField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.functions import Abs, ExtractHour, RowNumber
 from django.utils import timezone
 
-from .forms import format_window
-from .history import Median, headline_expr
-from .history import recent_page as history_recent_page
-from .models import Measurement, Vantage
+from .models import Measurement, Site, Vantage
+from .units import format_window
+from .vocab import MODES, Mode, Status
 
-MODES = ("quick", "full", "validate")
-# The analyses describe the path as it is now (see history.PROFILE_DAYS).
+# The analyses describe the path as it is now: a median over a year would mix in route changes
+# and upgrades (and sorting a year of rows per hour costs ~0.4 s at 100,000).
 ANALYSIS_DAYS = 90
 # Time of day is drawn for this many settings (the most tested ones); more lines are noise.
 PROFILE_SETTINGS = 5
@@ -33,18 +50,49 @@ PROFILE_SETTINGS = 5
 # cheapest of those (IEPM-BW's rule of thumb for choosing windows and streams).
 OPTIMUM_WITHIN = 0.10
 SCATTER_POINTS = 500
+# Points drawn on the throughput / RTT charts: the newest N finished measurements.
 CHART_POINTS = 500
 # Grid cells compare a path's latest result with the median of this many results before it,
 # of the same mode and settings, within GRID_DAYS.
 GRID_BASELINE = 10
 GRID_DAYS = 30
-# A path whose rwnd-limited share of the run is at least this much was held back by the
-# server's receive window, not by the network (see results.window_limited()).
-WINDOW_LIMITED_PCT = 20.0
+# The overview's trend: the mean of the last week against the mean of the three weeks before.
+TREND_RECENT_DAYS = 7
+TREND_PRIOR_DAYS = 21
+
+
+def headline_expr(prefix=""):
+    """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
+    else what a plain iperf run reports."""
+    # A quick estimate that did not converge is never the headline: the run went on to -t and
+    # its whole-run figure is the result (prober/EVENTS.md). Older rows have quick_converged null.
+    converged = Q(**{f"{prefix}quick_converged": True}) | Q(**{f"{prefix}quick_converged__isnull": True})
+    return Case(
+        When(Q(**{f"{prefix}quick_mode_entered": True}) & converged, then=F(f"{prefix}quick_bps")),
+        default=F(f"{prefix}cumulative_bps"),
+        output_field=FloatField(),
+    )
+
+
+class Median(Aggregate):
+    """percentile_cont(0.5) on PostgreSQL; other databases (SQLite in the embedded default)
+    have no ordered-set aggregates, so they get the mean and the page says so."""
+
+    function = "AVG"
+    output_field = FloatField()
+
+    def as_postgresql(self, compiler, conn, **extra):
+        return self.as_sql(
+            compiler, conn, template="percentile_cont(0.5) WITHIN GROUP (ORDER BY %(expressions)s)", **extra
+        )
+
+
+def _stat():
+    return "median" if connection.vendor == "postgresql" else "mean"
 
 
 def path_results(site_id, vantage_id, mode=None):
-    qs = Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id, status="done")
+    qs = Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id, status=Status.DONE)
     return qs.filter(mode=mode) if mode else qs
 
 
@@ -57,6 +105,68 @@ def _since(days, now=None):
     return (now or timezone.now()) - datetime.timedelta(days=days)
 
 
+# --- the sites overview: every site's latest results and trend ------------------------------
+
+
+def _latest(site_ref, modes, value):
+    qs = Measurement.objects.filter(site=site_ref, status=Status.DONE, mode__in=modes).order_by("-created_at")
+    return {
+        "bps": Subquery(qs.annotate(v=value).values("v")[:1], output_field=FloatField()),
+        "at": Subquery(qs.values("finished_at")[:1]),
+        "slug": Subquery(qs.values("slug")[:1]),
+    }
+
+
+def sites_overview(now=None):
+    """Every enabled site with its latest quick and full results (one query: each figure is a
+    correlated subquery that walks the (site, -created_at) index) and its 7-day trend."""
+    quick = _latest(OuterRef("pk"), [Mode.QUICK], headline_expr())
+    full = _latest(OuterRef("pk"), [Mode.FULL, Mode.VALIDATE], F("full_bps"))
+    sites = list(
+        Site.objects.filter(enabled=True)
+        .annotate(
+            last_quick_bps=quick["bps"],
+            last_quick_at=quick["at"],
+            last_quick_slug=quick["slug"],
+            last_full_bps=full["bps"],
+            last_full_at=full["at"],
+            last_full_slug=full["slug"],
+        )
+        .order_by("name")
+    )
+    means = trend_means(now)
+    for site in sites:
+        site.trend = trend_pct(*means.get(site.pk, (None, None)))
+    return sites
+
+
+def trend_means(now=None):
+    """{site pk: (mean of the last 7 days, mean of the 21 days before)}, for every site in one
+    grouped query over four weeks of rows (~10 ms per busy site)."""
+    now = now or timezone.now()
+    recent_start = now - datetime.timedelta(days=TREND_RECENT_DAYS)
+    prior_start = recent_start - datetime.timedelta(days=TREND_PRIOR_DAYS)
+    rows = (
+        Measurement.objects.filter(status=Status.DONE, created_at__gte=prior_start, created_at__lt=now)
+        .values("site")
+        .annotate(
+            recent=Avg(headline_expr(), filter=Q(created_at__gte=recent_start)),
+            prior=Avg(headline_expr(), filter=Q(created_at__lt=recent_start)),
+        )
+        .values_list("site", "recent", "prior")
+    )
+    return {site: (recent, prior) for site, recent, prior in rows}
+
+
+def trend_pct(recent, prior):
+    if recent is None or not prior:
+        return None
+    return 100.0 * (recent - prior) / prior
+
+
+# --- a site's paths ---------------------------------------------------------------------------
+
+
 def site_paths(site):
     """The site's paths: one row per vantage that has tested it, with counts per mode and the
     newest test (one grouped query and the vantages' names, as many rows as vantages)."""
@@ -65,8 +175,8 @@ def site_paths(site):
         .values("vantage")
         .annotate(
             total=Count("pk"),
-            done=Count("pk", filter=Q(status="done")),
-            **{mode: Count("pk", filter=Q(status="done", mode=mode)) for mode in MODES},
+            done=Count("pk", filter=Q(status=Status.DONE)),
+            **{mode: Count("pk", filter=Q(status=Status.DONE, mode=mode)) for mode in MODES},
             last=Max("created_at"),
         )
         .order_by("vantage")
@@ -98,8 +208,8 @@ def paths_by_site(days=GRID_DAYS, now=None):
 def path_summary(site_id, vantage_id):
     return Measurement.objects.filter(site_id=site_id, vantage_id=vantage_id).aggregate(
         total=Count("pk"),
-        done=Count("pk", filter=Q(status="done")),
-        failed=Count("pk", filter=Q(status="failed")),
+        done=Count("pk", filter=Q(status=Status.DONE)),
+        failed=Count("pk", filter=Q(status=Status.FAILED)),
         first=Min("created_at"),
         last=Max("created_at"),
     )
@@ -130,9 +240,9 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
         x = int(created_at.timestamp() * 1000)
         if headline is not None:
             point = {"x": x, "y": headline, "slug": slug, "limited": bool(limited)}
-            if mode == "quick" and entered and converged is False:
+            if mode == Mode.QUICK and entered and converged is False:
                 point["converged"] = False  # y is the full run's figure; the estimate had no bar to show
-            elif mode == "quick" and entered and ci_pct is not None:
+            elif mode == Mode.QUICK and entered and ci_pct is not None:
                 point.update(ci_pct=ci_pct, converged=converged)
             series[mode].append(point)
         if rtt_us is not None:
@@ -140,9 +250,53 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
     return {**series, "rtt_ms": rtt, "limit": limit}
 
 
-def recent_page(site_id, vantage_id, page, size):
-    """One page of the path's tests, newest first (history.recent_page, for one vantage)."""
-    return history_recent_page(site_id, page, size, vantage_id=vantage_id)
+def recent_page(site, page, size, vantage_id=None):
+    """One page of the table (the site's, or one path's with vantage_id), newest first. Fetching
+    size + 1 rows says whether an older page exists without counting all of the rows."""
+    offset = (page - 1) * size
+    rows = Measurement.objects.filter(site=site)
+    if vantage_id is not None:
+        rows = rows.filter(vantage_id=vantage_id)
+    rows = list(
+        rows.select_related("vantage")
+        .only(
+            "slug",
+            "mode",
+            "status",
+            "created_at",
+            "duration_s",
+            "streams",
+            "window_bytes",
+            "congestion",
+            "quick_mode_entered",
+            "quick_bps",
+            "cumulative_bps",
+            "rtt_us",
+            "retransmits",
+            "failure_code",
+            "quick_ci_pct",
+            "quick_converged",
+            "window_limited",
+            "rwnd_limited_pct",
+            "vantage__name",
+        )
+        .order_by("-created_at")[offset : offset + size + 1]
+    )
+    return rows[:size], len(rows) > size
+
+
+def path_analyses(site, vantage_id, mode):
+    """Everything the site page shows for one path and mode (cached as one entry)."""
+    matrix = settings_matrix(site.pk, vantage_id, mode)
+    return {
+        "days": ANALYSIS_DAYS,
+        "summary": path_summary(site.pk, vantage_id),
+        "chart": chart_points(site.pk, vantage_id),
+        "profile": time_of_day(site, vantage_id, mode),
+        "matrix": matrix,
+        "matrix_lines": [{"congestion": t["congestion"], "lines": t["lines"]} for t in matrix],
+        "quick_vs_full": quick_vs_full(site.pk, vantage_id),
+    }
 
 
 # --- window x streams: the IEPM-BW table, its lines and its optimum -------------------------
@@ -269,10 +423,6 @@ def time_of_day(site, vantage_id, mode, days=ANALYSIS_DAYS, now=None):
     return {"time_zone": site.time_zone, "stat": _stat(), "days": days, "settings": list(series.values())}
 
 
-def _stat():
-    return "median" if connection.vendor == "postgresql" else "mean"
-
-
 # --- quick vs full: the paper's Figure 7 from validate runs, and what quick mode saved ------
 
 
@@ -294,7 +444,7 @@ class Percentile(Median):
 
 def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATTER_POINTS):
     since = _since(days, now)
-    validate = path_results(site_id, vantage_id, "validate").filter(
+    validate = path_results(site_id, vantage_id, Mode.VALIDATE).filter(
         created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False
     )
     points = [
@@ -332,7 +482,7 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
             "median": statistics.median(errors) if errors else None,
             "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         }
-    quick = path_results(site_id, vantage_id, "quick").filter(created_at__gte=since, quick_mode_entered=True)
+    quick = path_results(site_id, vantage_id, Mode.QUICK).filter(created_at__gte=since, quick_mode_entered=True)
     saved = quick.aggregate(
         n=Count("pk"),
         time_s=Sum(F("full_time_s") - F("elapsed_s")),
@@ -388,12 +538,10 @@ def grid(now=None):
     """Rows of enabled sites, a cell per enabled vantage: the path's newest result (within
     GRID_DAYS) against the median of the GRID_BASELINE results before it of the same mode and
     settings. One query with a window function, at most GRID_BASELINE + 1 rows per series."""
-    from .models import Site
-
     sites = list(Site.objects.filter(enabled=True).order_by("name"))
     vantages = list(Vantage.objects.filter(enabled=True).order_by("name"))
     ranked = (
-        Measurement.objects.filter(status="done", created_at__gte=_since(GRID_DAYS, now))
+        Measurement.objects.filter(status=Status.DONE, created_at__gte=_since(GRID_DAYS, now))
         .annotate(
             bps=headline_expr(),
             rn=Window(

@@ -56,3 +56,44 @@ class Decimator:
                 self.samples = self.samples[::2]
                 self.stride *= 2
         self.seen += 1
+
+
+# The steps of the progress bar; the other phases share one of them.
+PHASE_STEPS = [
+    (phase.value, phase.label)
+    for phase in (Phase.QUEUED, Phase.CONNECTING, Phase.SLOW_START, Phase.MEASURING, Phase.STORING)
+]
+_PHASE_STEP = {
+    Phase.FULL: Phase.MEASURING,
+    Phase.FINISHING: Phase.STORING,
+    Phase.DONE: Phase.STORING,
+    Phase.FAILED: Phase.STORING,
+}
+
+
+def page_context(m):
+    """The progress bar's context for a queued or running measurement: its phase, the steps
+    (past, current, future), the elapsed time and the live samples."""
+    state = read(m.pk) or {}
+    phase = state.get("phase") or (Phase.QUEUED if m.status == Status.QUEUED else Phase.CONNECTING)
+    if m.status == Status.QUEUED and phase != Phase.QUEUED:
+        # The worker claimed the row between our read of it and of its progress: show the
+        # status that goes with the phase.
+        m.refresh_from_db(fields=["status", "started_at", "finished_at"])
+    step = str(_PHASE_STEP.get(phase, phase))
+    keys = [key for key, _ in PHASE_STEPS]
+    current = keys.index(step) if step in keys else 0
+    steps = []
+    for i, (key, label) in enumerate(PHASE_STEPS):
+        if key == Phase.MEASURING and phase == Phase.FULL:
+            label = Phase.FULL.label
+        steps.append(
+            {"key": key, "label": label, "state": "past" if i < current else "current" if i == current else "future"}
+        )
+    return {
+        "m": m,
+        "phase": phase,
+        "steps": steps,
+        "elapsed_s": state.get("elapsed_s"),
+        "samples": state.get("samples") or [],
+    }

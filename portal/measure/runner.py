@@ -20,11 +20,11 @@ from django.utils import timezone
 from workers import prober
 
 from . import progress, signals, vantages
-from .forms import format_window
 from .models import Measurement, MeasurementTrace
 from .results import result_fields, trace_summary
 from .trace import TraceBuilder
-from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Status
+from .units import format_window
+from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Protocol, Status
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def prober_command(measurement):
         m.mode,
         "--json",
     ]
-    if m.site.protocol == "iperf2":
+    if m.site.protocol == Protocol.IPERF2:
         cmd.append("--iperf2")
     if m.window_bytes:
         cmd += ["-w", format_window(m.window_bytes)]

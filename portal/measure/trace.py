@@ -1,4 +1,7 @@
-"""Builds the stored trace from the prober's `sample` events and renders it as CSV rows."""
+"""Builds the stored trace from the prober's `sample` events, renders it as CSV rows and thins
+it for the permalink's charts."""
+
+from django.utils.html import json_script
 
 AGGREGATE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
 # snd_wnd_bytes (the peer's receive window) and rwnd_limited_us (cumulative time the peer's
@@ -92,3 +95,37 @@ def trace_csv_rows(trace):
         for stream in streams:
             row.extend(_cell(stream[key][i]) if key in stream else "" for key in keys)
         yield row
+
+
+# A chart is at most ~1000 pixels wide: a 60 s, 16-stream trace at 20 ms (3000 samples) would
+# put megabytes of numbers into the page for nothing. The downloads carry every sample.
+CHART_MAX_SAMPLES = 1500
+
+
+def chart_trace(data):
+    """What the permalink's charts need from a stored trace's to_dict(): the thinned trace
+    already as the page's JSON script (encoding thousands of numbers is most of the page's
+    cost), its number of streams and the stride."""
+    data = thin_trace(data)
+    return {
+        "json": json_script(data, "trace-data"),
+        "streams": len(data.get("streams") or []),
+        "stride": data.get("stride"),
+    }
+
+
+def thin_trace(data, limit=CHART_MAX_SAMPLES):
+    """Every k-th sample of every series, k the smallest stride that fits `limit`."""
+    n = len(data.get("t") or [])
+    stride = -(-n // limit) if n > limit else 1
+    if stride == 1:
+        return data
+    thinned = {
+        key: (value[::stride] if isinstance(value, list) and key != "streams" else value) for key, value in data.items()
+    }
+    thinned["streams"] = [
+        {key: (value[::stride] if isinstance(value, list) else value) for key, value in s.items()}
+        for s in data.get("streams") or []
+    ]
+    thinned["stride"] = stride
+    return thinned

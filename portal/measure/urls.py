@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import pathpages, views
+from . import views
 
 app_name = "measure"
 
@@ -13,7 +13,7 @@ urlpatterns = [
     path("m/<slug:slug>/", views.measurement, name="measurement"),
     path("m/<slug:slug>/trace.csv", views.trace_csv, name="trace_csv"),
     path("m/<slug:slug>/trace.json", views.trace_json, name="trace_json"),
-    path("sites/<slug:slug>/", pathpages.site_page, name="site"),
-    path("grid/", pathpages.grid_page, name="grid"),
+    path("sites/<slug:slug>/", views.site_page, name="site"),
+    path("grid/", views.grid_page, name="grid"),
     path("sites/<slug:slug>/measurements.csv", views.site_measurements_csv, name="site_csv"),
 ]

@@ -1,25 +1,25 @@
-"""Page views: server-rendered pages, htmx partials and the CSV / JSON downloads.
+"""The measure app's page views: the sites overview, a site's page and the grid, the request
+form, the permalink (with its htmx progress partial) and the CSV / JSON downloads.
 
-Domain work (creating and enqueuing a measurement, reading progress, packing traces) lives in
-models and plain modules; these functions only pick rows, check access and render.
+Domain work lives in models and plain modules (creating and enqueuing a measurement:
+services.py; the history and analyses: paths.py; the progress bar: progress.py; thinning a
+trace for the charts: trace.py); these functions only pick rows, check access and render.
 """
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.html import json_script
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import history, pagecache, paths, progress
+from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
 from .services import request_measurement
-from .trace import trace_csv_rows
-from .vocab import Phase, Status
-
-TABLE_PAGE_SIZE = 25
+from .trace import chart_trace, trace_csv_rows
+from .vocab import MODES
 
 
 @require_GET
@@ -30,13 +30,93 @@ def healthz(request):
 
 @require_GET
 def sites(request):
-    sites = pagecache.for_all_sites("overview", history.sites_overview)
+    sites = pagecache.for_all_sites("overview", paths.sites_overview)
     found = pagecache.for_all_sites("paths", paths.paths_by_site)
     # Alerts open after a result's transaction: their flags are read fresh, never cached.
     flags = paths.path_flags()
     for site in sites:
         site.paths = [dict(p, flag=flags.get((site.pk, p["vantage"]))) for p in found.get(site.pk, [])]
     return render(request, "measure/sites.html", {"sites": sites})
+
+
+# --- a site's page, per path (`/sites/<slug>/?vantage=NAME`), and the grid of every path -----
+# A site seen from several vantages is several paths; the page lists them and shows one path's
+# history and IEPM-BW analyses (paths.py) at a time, keeping quick, full and validate apart.
+
+TABLE_PAGE_SIZE = 25
+# 25,000,000 rows back, far past any site's history; a larger number once reached PostgreSQL
+# as an OFFSET beyond bigint (a 500).
+PAGE_MAX = 1_000_000
+
+
+def page_number(raw):
+    try:
+        page = max(1, int(raw))
+    except (TypeError, ValueError):
+        return 1
+    if page > PAGE_MAX:
+        raise BadRequest(f"page {page} is out of range: allowed 1 to {PAGE_MAX}.")
+    return page
+
+
+def _get_path(request, site, site_paths):
+    """The row of the path named by ?vantage= (404 if the site has none from it); without one,
+    the only path when there is exactly one, else None (the page then lists the paths)."""
+    name = request.GET.get("vantage")
+    if name:
+        for row in site_paths:
+            if row["name"] == name:
+                return row
+        raise Http404(f"No tests of {site.slug} from a vantage named {name!r}.")
+    return site_paths[0] if len(site_paths) == 1 else None
+
+
+@require_GET
+def site_page(request, slug):
+    site = get_object_or_404(Site, slug=slug)
+    # Everything but the alert flags is cached under the site's data version (pagecache.py);
+    # alerts open after a result's transaction, so their flags are read on every request.
+    site_paths = pagecache.for_site(site, "paths", lambda: paths.site_paths(site))
+    flags = paths.path_flags()
+    site_paths = [dict(row, flag=flags.get((site.pk, row["vantage"]))) for row in site_paths]
+    path = _get_path(request, site, site_paths)
+    page = page_number(request.GET.get("page"))
+    context = {"site": site, "paths": site_paths, "vantage": path, "page": page}
+    if path is None:
+        rows, has_next = pagecache.for_site(site, "table", lambda: paths.recent_page(site, page, TABLE_PAGE_SIZE), page)
+        return render(request, "measure/site.html", {**context, "table": {"rows": rows, "has_next": has_next}})
+    vantage_id = path["vantage"]
+    counts = {mode: path[mode] for mode in MODES}
+    mode = request.GET.get("mode") or max(MODES, key=lambda m: counts[m])
+    if mode not in MODES:
+        return HttpResponseBadRequest(
+            f"mode={mode!r} is not a mode: use quick, full or validate, or leave mode out.",
+            content_type="text/plain; charset=utf-8",
+        )
+    analyses = pagecache.for_site(site, "path", lambda: paths.path_analyses(site, vantage_id, mode), vantage_id, mode)
+    rows, has_next = pagecache.for_site(
+        site, "path-table", lambda: paths.recent_page(site, page, TABLE_PAGE_SIZE, vantage_id), vantage_id, page
+    )
+    return render(
+        request,
+        "measure/site.html",
+        {
+            **context,
+            **analyses,
+            "mode": mode,
+            "mode_counts": counts,
+            "flag": path["flag"],
+            "table": {"rows": rows, "has_next": has_next},
+        },
+    )
+
+
+@require_GET
+def grid_page(request):
+    return render(request, "measure/grid.html", {"grid": paths.grid()})
+
+
+# --- requesting a test and its permalink ------------------------------------------------------
 
 
 @login_required
@@ -93,14 +173,14 @@ def measurement(request, slug):
             # 286 stops htmx polling; the refresh swaps in the finished permalink page.
             return HttpResponse(status=286, headers={"HX-Refresh": "true"})
         # The status badge sits outside the polled element: it rides along out of band.
-        return render(request, "measure/measurement.html#progress", {**_progress_context(m), "oob": True})
+        return render(request, "measure/measurement.html#progress", {**progress.page_context(m), "oob": True})
     context = {
         "m": m,
         "og_url": request.build_absolute_uri(m.get_absolute_url()),
         "show_failure_detail": m.failure_detail_visible_to(request.user),
     }
     if not m.is_finished:
-        context.update(_progress_context(m))
+        context.update(progress.page_context(m))
         return render(request, "measure/measurement.html", context)
 
     # Decompressing and thinning a long multi-stream trace is the page's main cost.
@@ -108,80 +188,9 @@ def measurement(request, slug):
     return render(request, "measure/measurement.html", context)
 
 
-# A chart is at most ~1000 pixels wide: a 60 s, 16-stream trace at 20 ms (3000 samples) would
-# put megabytes of numbers into the page for nothing. The downloads carry every sample.
-CHART_MAX_SAMPLES = 1500
-
-
 def _chart_trace(m):
-    """What the permalink's charts need, or None without a trace: the thinned trace already as
-    the page's JSON script (encoding thousands of numbers is most of the page's cost), its
-    number of streams and the stride."""
     trace = MeasurementTrace.objects.filter(measurement=m).first()
-    if trace is None:
-        return None
-    data = thin_trace(trace.to_dict())
-    return {
-        "json": json_script(data, "trace-data"),
-        "streams": len(data.get("streams") or []),
-        "stride": data.get("stride"),
-    }
-
-
-def thin_trace(data, limit=CHART_MAX_SAMPLES):
-    """Every k-th sample of every series, k the smallest stride that fits `limit`."""
-    n = len(data.get("t") or [])
-    stride = -(-n // limit) if n > limit else 1
-    if stride == 1:
-        return data
-    thinned = {
-        key: (value[::stride] if isinstance(value, list) and key != "streams" else value) for key, value in data.items()
-    }
-    thinned["streams"] = [
-        {key: (value[::stride] if isinstance(value, list) else value) for key, value in s.items()}
-        for s in data.get("streams") or []
-    ]
-    thinned["stride"] = stride
-    return thinned
-
-
-# The steps of the progress bar; the other phases share one of them.
-PHASE_STEPS = [
-    (phase.value, phase.label)
-    for phase in (Phase.QUEUED, Phase.CONNECTING, Phase.SLOW_START, Phase.MEASURING, Phase.STORING)
-]
-_PHASE_STEP = {
-    Phase.FULL: Phase.MEASURING,
-    Phase.FINISHING: Phase.STORING,
-    Phase.DONE: Phase.STORING,
-    Phase.FAILED: Phase.STORING,
-}
-
-
-def _progress_context(m):
-    state = progress.read(m.pk) or {}
-    phase = state.get("phase") or (Phase.QUEUED if m.status == Status.QUEUED else Phase.CONNECTING)
-    if m.status == Status.QUEUED and phase != Phase.QUEUED:
-        # The worker claimed the row between our read of it and of its progress: show the
-        # status that goes with the phase.
-        m.refresh_from_db(fields=["status", "started_at", "finished_at"])
-    step = str(_PHASE_STEP.get(phase, phase))
-    keys = [key for key, _ in PHASE_STEPS]
-    current = keys.index(step) if step in keys else 0
-    steps = []
-    for i, (key, label) in enumerate(PHASE_STEPS):
-        if key == Phase.MEASURING and phase == Phase.FULL:
-            label = Phase.FULL.label
-        steps.append(
-            {"key": key, "label": label, "state": "past" if i < current else "current" if i == current else "future"}
-        )
-    return {
-        "m": m,
-        "phase": phase,
-        "steps": steps,
-        "elapsed_s": state.get("elapsed_s"),
-        "samples": state.get("samples") or [],
-    }
+    return None if trace is None else chart_trace(trace.to_dict())
 
 
 def _get_trace(slug):

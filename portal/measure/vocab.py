@@ -1,6 +1,8 @@
-"""The portal's vocabulary, in one place: what a measurement's status, phase and failure code
-can be, the Celery task and queue names, and the result fields copied from the prober's
-`result` event (prober/EVENTS.md).
+"""The portal's vocabulary, in one place: what a measurement's status, mode, protocol, phase
+and failure code can be, the states and choices of sweeps and alert deliveries, the Celery task
+and queue names, and the result fields copied from the prober's `result` event
+(prober/EVENTS.md). Every model's choices are a TextChoices here; code compares and filters
+with the members, never with the literal (tests/portal/test_vocab.py scans for them).
 
 Adding a failure code: add a member to FailureCode with a one-line meaning as its label, and
 a row to the README's failure-code table (a test compares the two). Codes the prober itself
@@ -33,6 +35,9 @@ class Mode(models.TextChoices):
     QUICK = "quick", "quick"
     FULL = "full", "full"
     VALIDATE = "validate", "validate"
+
+
+MODES = tuple(Mode.values)
 
 
 class Protocol(models.TextChoices):
@@ -96,6 +101,56 @@ class FailureCode(models.TextChoices):
     IO = "io", "any other socket error (errno text in the reason)"
 
 
+class CellState(models.TextChoices):
+    """What a sweep cell shows: its measurement's status, or skipped (no traffic was sent, or
+    the test failed for a reason that is not the path's: sweeps/summary.py)."""
+
+    QUEUED = Status.QUEUED.value, "queued"
+    RUNNING = Status.RUNNING.value, "running"
+    DONE = Status.DONE.value, "done"
+    FAILED = Status.FAILED.value, "failed"
+    SKIPPED = "skipped", "skipped"
+
+
+class SkipCode(models.TextChoices):
+    """Why a planned cell sent no traffic. Cells whose measurement failed for a reason that is
+    not the path's (site busy, vantage offline) are shown as skipped too: see sweeps/summary.cell_state()."""
+
+    BUDGET_SPENT = "budget_spent", "the site's daily traffic budget for this sweep is spent"
+    SITE_DISABLED = "site_disabled", "the site is disabled"
+    VANTAGE_OFFLINE = "vantage_offline", "the vantage's worker is not heartbeating"
+    VANTAGE_DISABLED = "vantage_disabled", "the vantage is disabled"
+    CONGESTION_UNAVAILABLE = "congestion_unavailable", "the vantage does not offer this congestion control"
+    PENDING = "pending", "this path and setting is still queued or running from an earlier run"
+
+
+class SweepRunStatus(models.TextChoices):
+    SCHEDULED = "scheduled", "scheduled"
+    PLANNED = "planned", "planned"
+
+
+class SweepTrigger(models.TextChoices):
+    BEAT = "beat", "schedule"
+    ADMIN = "admin", "admin: run now"
+    COMMAND = "command", "manage.py sweep run"
+
+
+class DeliveryKind(models.TextChoices):
+    OPENED = "opened", "alert"
+    CLOSED = "closed", "recovery"
+
+
+class DeliveryChannel(models.TextChoices):
+    EMAIL = "email", "e-mail"
+    WEBHOOK = "webhook", "webhook"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    SENT = "sent", "sent"
+    FAILED = "failed", "failed"
+
+
 def public_failure_reason(code):
     """What anyone may read about a failure: its code's one-line meaning. The stored reason can
     hold the prober's stderr, the site's host:port and the cancelling admin's name."""
@@ -131,6 +186,8 @@ TASK_REGISTER_VANTAGE = "measure.register_vantage"
 # portal/sweeps: beat fires a sweep; a run with a random start offset starts later.
 TASK_SWEEP_FIRE = "sweeps.fire"
 TASK_SWEEP_START_RUN = "sweeps.start_run"
+# portal/alerts: one delivery attempt of an alert notice.
+TASK_DELIVER = "alerts.deliver"
 
 # The queue every worker consumes (reaper, sweeps); measurements go to their vantage's queue.
 SHARED_QUEUE = "celery"

@@ -3,6 +3,8 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from portal.measure.vocab import SweepTrigger
+
 from . import planning
 from .forms import SweepForm
 from .models import Sweep, SweepRun
@@ -66,7 +68,7 @@ class SweepAdmin(admin.ModelAdmin):
     @admin.action(description="Run selected sweeps now")
     def run_now(self, request, queryset):
         for sweep in queryset:
-            run = planning.fire(sweep.pk, trigger="admin")
+            run = planning.fire(sweep.pk, trigger=SweepTrigger.ADMIN)
             self.message_user(
                 request,
                 format_html('Sweep {} started: <a href="{}">run {}</a>.', sweep.name, run.get_absolute_url(), run.slug),

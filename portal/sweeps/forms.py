@@ -4,6 +4,8 @@ create` both fill this form and save through it."""
 from django import forms
 
 from portal.measure.models import Site, Vantage
+from portal.measure.units import format_duration
+from portal.measure.vocab import Mode
 
 from . import spec
 from .models import Sweep
@@ -17,7 +19,9 @@ def _known_congestion_controls():
 
 
 class SweepForm(forms.ModelForm):
-    modes_text = forms.CharField(label="Modes", initial="quick", help_text="Comma-separated: quick, full, validate.")
+    modes_text = forms.CharField(
+        label="Modes", initial=Mode.QUICK.value, help_text="Comma-separated: quick, full, validate."
+    )
     windows_text = forms.CharField(
         label="Windows (-w)",
         required=False,
@@ -76,9 +80,9 @@ class SweepForm(forms.ModelForm):
                     "windows_text": spec.format_windows(sweep.windows),
                     "streams_text": ",".join(str(s) for s in sweep.streams),
                     "congestion_text": ",".join(c or "default" for c in sweep.congestion_controls),
-                    "every_text": spec.format_seconds(sweep.every_s),
-                    "slip_text": spec.format_seconds(sweep.slip_s) or "0",
-                    "budget_text": spec.format_size(sweep.daily_budget_bytes),
+                    "every_text": format_duration(sweep.every_s),
+                    "slip_text": format_duration(sweep.slip_s) or "0",
+                    "budget_text": spec.format_budget(sweep.daily_budget_bytes),
                 }
             )
 
@@ -111,7 +115,7 @@ class SweepForm(forms.ModelForm):
         return self._parsed("slip_text", spec.parse_slip)
 
     def clean_budget_text(self):
-        return self._parsed("budget_text", spec.parse_size)
+        return self._parsed("budget_text", spec.parse_budget)
 
     def clean(self):
         cleaned = super().clean()
@@ -121,8 +125,8 @@ class SweepForm(forms.ModelForm):
         if slip and every and slip >= every:
             self.add_error(
                 "slip_text",
-                f"random start offset {spec.format_seconds(slip)} must be shorter than "
-                f"the interval ({spec.format_seconds(every)})",
+                f"random start offset {format_duration(slip)} must be shorter than "
+                f"the interval ({format_duration(every)})",
             )
         if not cleaned.get("all_sites") and "sites" in cleaned and not cleaned["sites"]:
             self.add_error("sites", "choose at least one site, or tick 'all sites'")

@@ -7,7 +7,11 @@ from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
 
+# A sweep runs the same tests as the request form: the same duration bounds.
+from portal.measure.forms import DURATION_RANGE
 from portal.measure.models import Measurement, Site, Vantage, new_measurement_slug
+from portal.measure.units import format_duration
+from portal.measure.vocab import Mode, SkipCode, SweepRunStatus, SweepTrigger
 
 from . import spec
 
@@ -29,7 +33,7 @@ class Sweep(models.Model):
     streams = models.JSONField(default=list)
     congestion_controls = models.JSONField(default=list, help_text="'' is each vantage's default.")
     duration_s = models.PositiveSmallIntegerField(
-        default=10, validators=[MinValueValidator(spec.DURATION_RANGE[0]), MaxValueValidator(spec.DURATION_RANGE[1])]
+        default=10, validators=[MinValueValidator(DURATION_RANGE[0]), MaxValueValidator(DURATION_RANGE[1])]
     )
     every_s = models.PositiveIntegerField(null=True, blank=True)
     cron = models.CharField(max_length=100, blank=True)
@@ -63,14 +67,17 @@ class Sweep(models.Model):
         """Every (mode, window, streams, congestion) the sweep runs, in a stable order."""
         return list(
             itertools.product(
-                self.modes or ["quick"], self.windows or [None], self.streams or [1], self.congestion_controls or [""]
+                self.modes or [Mode.QUICK.value],
+                self.windows or [None],
+                self.streams or [1],
+                self.congestion_controls or [""],
             )
         )
 
     @property
     def schedule_text(self):
         if self.every_s:
-            return f"every {spec.format_seconds(self.every_s)}"
+            return f"every {format_duration(self.every_s)}"
         if self.cron:
             return f"cron {self.cron} (UTC)"
         return "not scheduled"
@@ -79,13 +86,10 @@ class Sweep(models.Model):
 class SweepRun(models.Model):
     """One firing of a sweep. Its cells are planned all at once when it starts."""
 
-    TRIGGERS = [("beat", "schedule"), ("admin", "admin: run now"), ("command", "manage.py sweep run")]
-    STATUS = [("scheduled", "scheduled"), ("planned", "planned")]
-
     slug = models.SlugField(max_length=16, unique=True, default=new_measurement_slug, editable=False)
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="runs")
-    trigger = models.CharField(max_length=8, choices=TRIGGERS)
-    status = models.CharField(max_length=10, choices=STATUS, default="scheduled")
+    trigger = models.CharField(max_length=8, choices=SweepTrigger.choices)
+    status = models.CharField(max_length=10, choices=SweepRunStatus.choices, default=SweepRunStatus.SCHEDULED)
     created_at = models.DateTimeField(default=timezone.now)
     # The slot plus the sweep's random start offset (its slip).
     starts_at = models.DateTimeField(default=timezone.now)
@@ -99,18 +103,6 @@ class SweepRun(models.Model):
 
     def get_absolute_url(self):
         return reverse("sweeps:run", kwargs={"slug": self.slug})
-
-
-class SkipCode(models.TextChoices):
-    """Why a planned cell sent no traffic. Cells whose measurement failed for a reason that is
-    not the path's (site busy, vantage offline) are shown as skipped too: see cell_state()."""
-
-    BUDGET_SPENT = "budget_spent", "the site's daily traffic budget for this sweep is spent"
-    SITE_DISABLED = "site_disabled", "the site is disabled"
-    VANTAGE_OFFLINE = "vantage_offline", "the vantage's worker is not heartbeating"
-    VANTAGE_DISABLED = "vantage_disabled", "the vantage is disabled"
-    CONGESTION_UNAVAILABLE = "congestion_unavailable", "the vantage does not offer this congestion control"
-    PENDING = "pending", "this path and setting is still queued or running from an earlier run"
 
 
 class SweepCell(models.Model):

@@ -10,11 +10,12 @@ from django.db import transaction
 from django.db.models import Avg, Sum
 from django.utils import timezone
 
+from portal.measure import dispatch as measure_dispatch
+from portal.measure import vantages as presence
 from portal.measure.models import Measurement, Site, Vantage
-from portal.measure.vocab import SHARED_QUEUE, TASK_SWEEP_START_RUN, Status
+from portal.measure.vocab import SHARED_QUEUE, TASK_SWEEP_START_RUN, SkipCode, Status, SweepRunStatus, SweepTrigger
 
-from . import dispatch
-from .models import SkipCode, Sweep, SweepCell, SweepRun
+from .models import Sweep, SweepCell, SweepRun
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +30,11 @@ def fire(sweep_id, trigger, now=None):
     sweep is gone, or paused and fired by the schedule). Scheduled firings start after a random
     offset within the sweep's slip; runs asked for by a person start at once."""
     sweep = Sweep.objects.filter(pk=sweep_id).first()
-    if sweep is None or (trigger == "beat" and not sweep.enabled):
+    if sweep is None or (trigger == SweepTrigger.BEAT and not sweep.enabled):
         log.info("sweep %s: not run (%s)", sweep_id, "gone" if sweep is None else "paused")
         return None
     now = now or timezone.now()
-    offset = random.uniform(0, sweep.slip_s) if trigger == "beat" and sweep.slip_s else 0.0
+    offset = random.uniform(0, sweep.slip_s) if trigger == SweepTrigger.BEAT and sweep.slip_s else 0.0
     run = SweepRun.objects.create(
         sweep=sweep, trigger=trigger, created_at=now, starts_at=now + timedelta(seconds=offset)
     )
@@ -53,7 +54,7 @@ def fire(sweep_id, trigger, now=None):
 
 def start_run(run_id):
     """The delayed start of a scheduled run. A sweep paused meanwhile drops the run."""
-    run = SweepRun.objects.select_related("sweep").filter(pk=run_id, status="scheduled").first()
+    run = SweepRun.objects.select_related("sweep").filter(pk=run_id, status=SweepRunStatus.SCHEDULED).first()
     if run is None:
         return None
     if not run.sweep.enabled:
@@ -68,12 +69,17 @@ def plan(run_id, sweep=None, now=None):
     grow with the number of cells. Returns the number of cells planned, or None if the run was
     already planned (two deliveries of one start)."""
     now = now or timezone.now()
-    if SweepRun.objects.filter(pk=run_id, status="scheduled").update(status="planned", planned_at=now) != 1:
+    if (
+        SweepRun.objects.filter(pk=run_id, status=SweepRunStatus.SCHEDULED).update(
+            status=SweepRunStatus.PLANNED, planned_at=now
+        )
+        != 1
+    ):
         return None
     sweep = sweep or SweepRun.objects.select_related("sweep").get(pk=run_id).sweep
     sites = _sites(sweep)
     vantages = _vantages(sweep)
-    online = dispatch.online_vantage_ids(vantages)
+    online = {v.pk for v in vantages if presence.is_online(v)}
     history = _History(sweep, now)
     cells, measurements = [], []
     for site in sites:
@@ -92,7 +98,7 @@ def plan(run_id, sweep=None, now=None):
                 if code:
                     cell.skip_code = code
                     cell.skip_reason = (
-                        dispatch.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE else SkipCode(code).label
+                        presence.offline_reason(vantage) if code == SkipCode.VANTAGE_OFFLINE else SkipCode(code).label
                     )[:300]
                 else:
                     cell.measurement = Measurement(
@@ -109,7 +115,8 @@ def plan(run_id, sweep=None, now=None):
                     measurements.append(cell.measurement)
                 cells.append(cell)
     # Saved in queue order (one site after another in turn); sent once this transaction commits.
-    dispatch.queue(_spread(measurements))
+    if measurements:
+        measure_dispatch.queue_measurements(_spread(measurements))
     for cell in cells:
         cell.measurement_id = cell.measurement.pk if cell.measurement is not None else None
     SweepCell.objects.bulk_create(cells)

@@ -2,22 +2,17 @@
 sweep create`: lists ("64K,256K,1M"), intervals ("6h"), crontab lines ("0 */6 * * *") and byte
 sizes ("10G"). Each parser raises ValueError with a message naming what is allowed."""
 
-import re
-
 from celery.schedules import ParseException, crontab
 
-from portal.measure.forms import SIZE_UNITS, format_window, parse_window
-from portal.measure.forms import parse_size as parse_portal_size
+from portal.measure.forms import parse_window
+from portal.measure.units import format_size, format_window, parse_duration, parse_size
+from portal.measure.vocab import MODES
 
 STREAMS_RANGE = (1, 64)  # IEPM-BW swept 20-40 streams; the prober allows 128
-DURATION_RANGE = (1, 60)
 EVERY_RANGE_S = (1, 366 * 86400)
 SLIP_MAX_S = 3600  # a delayed start waits in the broker; Redis redelivers after an hour
-MODES = ("quick", "full", "validate")
 DEFAULT_WINDOW_WORDS = {"default", "kernel", "-"}
 
-_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
 # Budgets run to gigabytes a day: the portal's size grammar with G and T too.
 BUDGET_UNITS = "KMGT"
 
@@ -102,20 +97,11 @@ def parse_congestion(text, known):
     return _unique(values)
 
 
-def _seconds(text, what):
-    match = _DURATION_RE.match(str(text))
-    if not match:
-        raise ValueError(
-            f"{what} {str(text).strip()!r} is not a duration: write a whole number with s, m, h or d, e.g. 30m or 6h"
-        )
-    return int(match.group(1)) * _UNITS_S[(match.group(2) or "s").lower()]
-
-
 def parse_every(text):
     """'90s', '15m', '6h', '1d' or plain seconds -> seconds (int); blank -> None."""
     if text is None or not str(text).strip():
         return None
-    seconds = _seconds(text, "interval")
+    seconds = parse_duration(text, "interval")
     low, high = EVERY_RANGE_S
     if not low <= seconds <= high:
         raise ValueError(f"interval {str(text).strip()} is out of range: allowed 1s to 366d")
@@ -126,19 +112,10 @@ def parse_slip(text):
     """The random start offset: like an interval, 0 to 1h; blank -> 0."""
     if text is None or not str(text).strip():
         return 0
-    seconds = _seconds(text, "random start offset")
+    seconds = parse_duration(text, "random start offset")
     if seconds > SLIP_MAX_S:
         raise ValueError(f"random start offset {str(text).strip()} is too long: allowed 0 to 1h")
     return seconds
-
-
-def format_seconds(seconds):
-    if seconds is None:
-        return ""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def parse_cron(text):
@@ -162,13 +139,13 @@ def parse_cron(text):
     return tuple(fields)
 
 
-def parse_size(text):
+def parse_budget(text):
     """'10G' -> bytes (K/M/G/T 1024-based, as iperf reads sizes); blank -> None (no limit)."""
     if text is None or not str(text).strip():
         return None
     word = str(text).strip()
     try:
-        value = parse_portal_size(word, units=BUDGET_UNITS)
+        value = parse_size(word, units=BUDGET_UNITS)
     except ValueError:
         raise ValueError(
             f"size {word!r} is not a size: write a whole number of bytes, optionally followed by K, M, "
@@ -179,10 +156,5 @@ def parse_size(text):
     return value
 
 
-def format_size(value):
-    if value is None:
-        return ""
-    for unit in ("T", "G", "M", "K"):
-        if value % SIZE_UNITS[unit] == 0:
-            return f"{value // SIZE_UNITS[unit]}{unit}"
-    return str(value)
+def format_budget(value):
+    return format_size(value, BUDGET_UNITS)

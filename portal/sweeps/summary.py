@@ -4,20 +4,21 @@ their measurements on every call, so it is never stale."""
 
 from dataclasses import dataclass, field
 
-from portal.measure.forms import format_window
-from portal.measure.vocab import FailureCode
+from portal.measure.paths import headline_expr
+from portal.measure.units import format_window
+from portal.measure.vocab import CellState, FailureCode, Mode, Status, public_failure_reason
 
 from .models import SweepCell
 
 FULL_RUN_S = 20  # the yardstick of the savings: a classic 20 s iperf run
 # A measurement that failed for these reasons never measured the path: the cell is skipped.
 SKIPPED_FAILURES = {
-    "site_busy": "site busy past the retries",
-    "server_busy": "iperf server busy past the retries",
-    "vantage_offline": "vantage offline",
-    "cancelled": "cancelled",
+    FailureCode.SITE_BUSY: "site busy past the retries",
+    FailureCode.SERVER_BUSY: "iperf server busy past the retries",
+    FailureCode.VANTAGE_OFFLINE: "vantage offline",
+    FailureCode.CANCELLED: "cancelled",
 }
-FINAL_STATES = ("done", "failed", "skipped")
+FINAL_STATES = (CellState.DONE, CellState.FAILED, CellState.SKIPPED)
 _CELL_FIELDS = (
     "pk",
     "site__name",
@@ -34,8 +35,6 @@ _CELL_FIELDS = (
     "measurement__failure_code",
     "measurement__failure_reason",
     "measurement__quick_mode_entered",
-    "measurement__quick_bps",
-    "measurement__cumulative_bps",
     "measurement__bytes_sent",
     "measurement__elapsed_s",
     "measurement__full_time_s",
@@ -55,7 +54,7 @@ class Cell:
 @dataclass
 class Totals:
     cells: int = 0
-    counts: dict = field(default_factory=lambda: dict.fromkeys(("queued", "running", "done", "failed", "skipped"), 0))
+    counts: dict = field(default_factory=lambda: dict.fromkeys(CellState.values, 0))
     bytes_sent: int = 0
     quick_tests: int = 0
     time_s: float = 0.0
@@ -80,22 +79,22 @@ class Totals:
 def _public_reason(code):
     # The stored reason can hold the prober's stderr and the site's host:port: the public sees
     # the code's meaning (as on permalinks), staff the stored text.
-    return FailureCode(code).label if code in FailureCode.values else "the test failed (see the code)"
+    return public_failure_reason(code) or "the test failed (see the code)"
 
 
 def cell_state(row, detail=False):
     """(state, reason) of one cell row (values of _CELL_FIELDS); detail: the stored failure
     reason (staff) instead of the code's public meaning."""
     if row["skip_code"]:
-        return "skipped", row["skip_reason"]
+        return CellState.SKIPPED.value, row["skip_reason"]
     status = row["measurement__status"]
     if status is None:
-        return "failed", "its measurement was deleted"
-    if status == "failed":
+        return CellState.FAILED.value, "its measurement was deleted"
+    if status == Status.FAILED:
         code = row["measurement__failure_code"]
         if code in SKIPPED_FAILURES:
-            return "skipped", SKIPPED_FAILURES[code]
-        return "failed", (row["measurement__failure_reason"] if detail else "") or _public_reason(code)
+            return CellState.SKIPPED.value, SKIPPED_FAILURES[code]
+        return CellState.FAILED.value, (row["measurement__failure_reason"] if detail else "") or _public_reason(code)
     return status, ""
 
 
@@ -103,7 +102,7 @@ def _add(totals, state, row):
     totals.cells += 1
     totals.counts[state] += 1
     totals.bytes_sent += row["measurement__bytes_sent"] or 0
-    if state != "done" or row["mode"] != "quick" or not row["measurement__quick_mode_entered"]:
+    if state != CellState.DONE or row["mode"] != Mode.QUICK or not row["measurement__quick_mode_entered"]:
         return
     elapsed = row["measurement__elapsed_s"] or 0.0
     totals.quick_tests += 1
@@ -124,7 +123,9 @@ def run_grid(run, detail=False):
     """(columns, rows, totals): columns are setting labels; rows are dicts with the path and
     its cells in column order (None where the path has no such cell). One query."""
     columns, rows, totals = {}, {}, Totals()
-    for row in SweepCell.objects.filter(run=run).order_by("pk").values(*_CELL_FIELDS):
+    cells = SweepCell.objects.filter(run=run).order_by("pk")
+    # The headline rule of every other page (Measurement.headline_bps), in SQL.
+    for row in cells.annotate(headline_bps=headline_expr("measurement__")).values(*_CELL_FIELDS, "headline_bps"):
         state, reason = cell_state(row, detail)
         _add(totals, state, row)
         label = setting_label(row["mode"], row["window_bytes"], row["streams"], row["congestion"])
@@ -133,12 +134,7 @@ def run_grid(run, detail=False):
             (row["site__slug"], row["vantage__name"]),
             {"site": row["site__name"], "site_slug": row["site__slug"], "vantage": row["vantage__name"], "cells": {}},
         )
-        bps = (
-            row["measurement__quick_bps"]
-            if row["measurement__quick_mode_entered"]
-            else row["measurement__cumulative_bps"]
-        )
-        path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", bps, row)
+        path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", row["headline_bps"], row)
     width = len(columns)
     ordered = [{**path, "cells": [path["cells"].get(i) for i in range(width)]} for path in rows.values()]
     return list(columns), ordered, totals

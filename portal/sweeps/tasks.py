@@ -5,7 +5,7 @@ import logging
 
 from celery import shared_task
 
-from portal.measure.vocab import TASK_SWEEP_FIRE, TASK_SWEEP_START_RUN
+from portal.measure.vocab import TASK_SWEEP_FIRE, TASK_SWEEP_START_RUN, SweepTrigger
 
 log = logging.getLogger(__name__)
 
@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 def fire(sweep_id):
     from .planning import fire as fire_sweep
 
-    fire_sweep(sweep_id, trigger="beat")
+    fire_sweep(sweep_id, trigger=SweepTrigger.BEAT)
 
 
 @shared_task(name=TASK_SWEEP_START_RUN, ignore_result=True)

@@ -6,6 +6,8 @@ admin's, staff only."""
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from portal.measure.vocab import SweepRunStatus
+
 from . import summary
 from .models import SweepRun
 
@@ -16,14 +18,16 @@ LARGE_RUN_CELLS = 2000
 
 
 def _get_run_for_user(user, slug):
-    # Everyone may read a run (404 when the slug is unknown); see the module docstring.
-    return get_object_or_404(SweepRun.objects.select_related("sweep"), slug=slug)
+    """(run, detail): any user, signed in or not, may read a run by its unguessable slug, as a
+    permalink (404 for an unknown one); only staff get the cells' stored failure reasons."""
+    sweep_run = get_object_or_404(SweepRun.objects.select_related("sweep"), slug=slug)
+    return sweep_run, bool(user.is_authenticated and user.is_staff)
 
 
 @require_GET
 def run(request, slug):
-    sweep_run = _get_run_for_user(request.user, slug)
-    columns, rows, totals = summary.run_grid(sweep_run, detail=request.user.is_staff)
+    sweep_run, detail = _get_run_for_user(request.user, slug)
+    columns, rows, totals = summary.run_grid(sweep_run, detail=detail)
     context = {
         "run": sweep_run,
         "sweep": sweep_run.sweep,
@@ -35,6 +39,6 @@ def run(request, slug):
     }
     if request.htmx:
         # 286 tells htmx to stop polling once every cell is final; the last grid is still swapped in.
-        status = 286 if totals.finished and sweep_run.status == "planned" else 200
+        status = 286 if totals.finished and sweep_run.status == SweepRunStatus.PLANNED else 200
         return render(request, "sweeps/run.html#grid", context, status=status)
     return render(request, "sweeps/run.html", context)

@@ -245,7 +245,7 @@ def test_issue_token_command_creates_user_and_prints_token(db, capsys):
 
 
 def test_api_schema_generated_from_the_declarations(client, db):
-    from portal.measure.forms import SIZE_PATTERN
+    from portal.measure.units import SIZE_PATTERN
     from portal.measure.vocab import RESULT_FIELDS
 
     schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]

@@ -178,7 +178,7 @@ def test_new_slugs_never_start_with_a_formula_character():
     ],
 )
 def test_parse_size_one_grammar(text, units, value):
-    from portal.measure.forms import parse_size
+    from portal.measure.units import parse_size
 
     assert parse_size(text, units) == value
 
@@ -187,7 +187,7 @@ def test_parse_size_one_grammar(text, units, value):
 def test_parse_size_refuses_what_the_pattern_refuses(text):
     import re
 
-    from portal.measure.forms import SIZE_PATTERN, parse_size
+    from portal.measure.units import SIZE_PATTERN, parse_size
 
     with pytest.raises(ValueError):
         parse_size(text)

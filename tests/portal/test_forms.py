@@ -1,6 +1,7 @@
 import pytest
 
-from portal.measure.forms import MeasurementForm, format_window, parse_window
+from portal.measure.forms import MeasurementForm, parse_window
+from portal.measure.units import format_window
 from tests import factories
 
 

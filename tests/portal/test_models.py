@@ -88,3 +88,31 @@ def test_one_running_per_site_enforced_by_database(db, site, make_vantage):
     # Other sites and other statuses are unaffected.
     factories.make_measurement(site=site, vantage=make_vantage(), status="queued")
     factories.make_measurement(site=factories.make_site(), vantage=make_vantage(), status="running")
+
+
+@pytest.mark.parametrize(
+    "mode,entered,converged,ci_pct,basis",
+    [
+        ("quick", True, True, 2.1, "quick-mode estimate, converged in 1.80 s"),
+        ("quick", True, None, 2.1, "quick-mode estimate, 95 % interval"),
+        ("quick", True, False, None, "quick mode did not converge: the full run's average"),
+        ("quick", True, None, None, "quick-mode estimate"),
+        ("quick", False, None, None, "quick mode not entered: whole-run average"),
+        ("full", False, None, None, "full run average"),
+        ("validate", True, True, 2.1, "quick-mode estimate, converged in 1.80 s"),
+    ],
+)
+def test_measurement_headline_basis_words_each_case(mode, entered, converged, ci_pct, basis):
+    m = Measurement(mode=mode, quick_mode_entered=entered, quick_converged=converged, quick_ci_pct=ci_pct)
+    m.elapsed_s = 1.8
+    assert m.headline_basis == basis
+
+
+def test_measurement_share_description_escapes_stored_names(db):
+    site = factories.make_site(name="A & B", slug="ab", host="h.example")
+    vantage = factories.make_vantage(name="far")
+    m = factories.make_measurement(site=site, vantage=vantage, mode="full", streams=4)
+    m.elapsed_s, m.rtt_us, m.retransmits = 20.0, 23_456, None
+    assert m.share_description == (
+        "Full-length TCP throughput from far to A &amp; B (h.example) over 20.00 s, 4 streams. RTT 23.5 ms, ? retransmits."
+    )

@@ -53,6 +53,19 @@ def test_run_page_unknown_slug_404(client, db):
     assert client.get("/sweeps/nosuchrun123/").status_code == 404
 
 
+@pytest.mark.parametrize("who", ["anonymous", "other", "staff"])
+def test_run_page_unknown_or_guessed_slug_404_for_every_user(client, run, who):
+    # A run is read by its unguessable slug, like a permalink: signing in (even as staff) opens
+    # no other way in, and a slug one character off is as unknown as any other.
+    if who != "anonymous":
+        client.force_login(factories.make_user(who, is_staff=(who == "staff")))
+    guessed = run.slug[:-1] + ("A" if run.slug[-1] != "A" else "B")
+    for slug in ("nosuchrun123", guessed):
+        assert client.get(f"/sweeps/{slug}/").status_code == 404
+        assert client.get(f"/sweeps/{slug}/", HTTP_HX_REQUEST="true").status_code == 404
+    assert client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true").status_code == 200
+
+
 def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     poll = client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true")
     assert poll.status_code == 200 and 'hx-trigger="every 2s"' in poll.content.decode()
@@ -66,6 +79,18 @@ def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     assert "72.0 s of 80 s (90.0 %)" in body
     assert "6.71 GiB of 7.45 GiB (90.0 %)" in body
     assert 'id="total-bytes">762.9 MiB<' in body
+
+
+def test_run_page_cell_shows_the_headline_rule_not_an_unconverged_estimate(client, run):
+    # The permalink's rule (Measurement.headline_bps): an estimate that did not converge is not
+    # the result, the full run it fell back to is.
+    _finish(run)
+    first, second, *_ = SweepCell.objects.filter(run=run).order_by("pk")
+    Measurement.objects.filter(pk=first.measurement_id).update(quick_converged=False, cumulative_bps=1.23e8)
+    Measurement.objects.filter(pk=second.measurement_id).update(quick_converged=True, quick_bps=4.56e8)
+    body = client.get(f"/sweeps/{run.slug}/").content.decode()
+    assert "123.0 Mbit/s" in body and "456.0 Mbit/s" in body
+    assert body.count("900.0 Mbit/s") == 2  # the other two: quick_converged null (older rows)
 
 
 @pytest.mark.parametrize("who", ["anonymous", "other", "staff"])

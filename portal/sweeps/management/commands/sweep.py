@@ -4,7 +4,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from portal.measure.models import Site, Vantage
-from portal.measure.templatetags.units import format_bytes
+from portal.measure.units import format_bytes
+from portal.measure.vocab import CellState, Mode, SweepTrigger
 from portal.sweeps import planning, summary
 from portal.sweeps.forms import SweepForm
 from portal.sweeps.models import Sweep
@@ -23,7 +24,9 @@ class Command(BaseCommand):
             help="comma-separated site slugs, or 'all' (default: every enabled site at each run)",
         )
         create.add_argument("--vantages", default="all", help="comma-separated vantage names, or 'all' (default)")
-        create.add_argument("--mode", default="quick", help="comma-separated: quick, full, validate (default quick)")
+        create.add_argument(
+            "--mode", default=Mode.QUICK.value, help="comma-separated: quick, full, validate (default quick)"
+        )
         create.add_argument("--windows", default="default", help="e.g. 64K,256K,1M; 'default' is the kernel's")
         create.add_argument("--streams", default="1", help="e.g. 1,4,16 (1-64)")
         create.add_argument("--congestion", default="default", help="e.g. cubic,bbr; 'default' is the vantage's")
@@ -123,7 +126,7 @@ class Command(BaseCommand):
         if sweep is None:
             names = ", ".join(Sweep.objects.values_list("name", flat=True)) or "(none defined)"
             raise CommandError(f"no sweep named {name!r}: defined sweeps are {names}")
-        run = planning.fire(sweep.pk, trigger="command")
+        run = planning.fire(sweep.pk, trigger=SweepTrigger.COMMAND)
         self.stdout.write(f"{settings.PORTAL_URL.rstrip('/')}{run.get_absolute_url()}")
         totals = summary.run_totals(run)
         deadline = time.monotonic() + timeout
@@ -136,11 +139,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def _line(t):
-        c = t.counts
-        return (
-            f"{t.cells} cells: {c['done']} done, {c['failed']} failed, {c['skipped']} skipped, "
-            f"{c['running']} running, {c['queued']} queued; {format_bytes(t.bytes_sent)} sent"
-        )
+        order = (CellState.DONE, CellState.FAILED, CellState.SKIPPED, CellState.RUNNING, CellState.QUEUED)
+        counts = ", ".join(f"{t.counts[state]} {state.label}" for state in order)
+        return f"{t.cells} cells: {counts}; {format_bytes(t.bytes_sent)} sent"
 
     def _list(self, **options):
         for sweep in Sweep.objects.all():
