@@ -6,8 +6,10 @@ Embedded default (nothing set): SQLite and a file-system Celery broker under var
 """
 
 import datetime
+import ipaddress
 import os
 import socket
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -248,6 +250,31 @@ AXES_CLIENT_IP_CALLABLE = "portal.lockout.client_ip"
 # Behind a reverse proxy REMOTE_ADDR is the proxy's: name the header it sets to the client's
 # address (e.g. X-Real-IP). Only for a proxy that overwrites it, or clients could pick their own.
 CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER")
+
+
+def trusted_proxies_from_env():
+    """TRUSTED_PROXIES: comma-separated addresses or networks (CIDR) of the reverse proxies
+    whose CLIENT_IP_HEADER is believed. A request from any other peer (gunicorn reached
+    directly) is counted by its own address, whatever header it sends."""
+    networks = []
+    for item in env_list("TRUSTED_PROXIES", []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"TRUSTED_PROXIES: {item!r} is not an address or network: expected e.g. 127.0.0.1,10.0.0.0/8"
+            ) from None
+    return networks
+
+
+TRUSTED_PROXIES = trusted_proxies_from_env()
+if CLIENT_IP_HEADER and not TRUSTED_PROXIES:
+    warnings.warn(
+        f"CLIENT_IP_HEADER={CLIENT_IP_HEADER} is set without TRUSTED_PROXIES: the header is ignored and "
+        "logins are counted by the peer's address (REMOTE_ADDR). Set TRUSTED_PROXIES to the reverse "
+        "proxy's address(es), e.g. TRUSTED_PROXIES=127.0.0.1.",
+        stacklevel=1,
+    )
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
