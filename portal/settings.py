@@ -373,8 +373,11 @@ PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
 
 # --- alerts (portal/alerts) -------------------------------------------------------------------
 # Links in alert e-mails and webhooks are absolute, from PORTAL_URL (above).
-# Deliveries run on this Celery queue (any worker may consume it; `make run`'s does).
-ALERTS_QUEUE = env_str("ALERTS_QUEUE", "celery")
+# Deliveries run on this Celery queue, never the shared one: a receiver that answers slowly
+# must not hold the worker the reaper, the task watchdog and sweeps run on
+# (docker-compose.yml's `alerts` worker; `make run`'s vantage worker).
+ALERTS_QUEUE = env_str("ALERTS_QUEUE", "alerts")
+# The whole delivery (resolve, connect, TLS, request, answer), not each read.
 ALERT_WEBHOOK_TIMEOUT_S = env_number("ALERT_WEBHOOK_TIMEOUT_S", 10.0, kind=float, minimum=0.1)
 # Attempts after the first, spaced ALERT_RETRY_BASE_S x 2^n apart; then the delivery is failed.
 ALERT_DELIVERY_RETRIES = env_number("ALERT_DELIVERY_RETRIES", 5, minimum=0)
