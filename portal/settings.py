@@ -6,7 +6,9 @@ Embedded default (nothing set): SQLite and a file-system Celery broker under var
 """
 
 import datetime
+import ipaddress
 import os
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -247,6 +249,31 @@ AXES_CLIENT_IP_CALLABLE = "portal.lockout.client_ip"
 # Behind a reverse proxy REMOTE_ADDR is the proxy's: name the header it sets to the client's
 # address (e.g. X-Real-IP). Only for a proxy that overwrites it, or clients could pick their own.
 CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER")
+
+
+def trusted_proxies_from_env():
+    """TRUSTED_PROXIES: comma-separated addresses or networks (CIDR) of the reverse proxies
+    whose CLIENT_IP_HEADER is believed. A request from any other peer (gunicorn reached
+    directly) is counted by its own address, whatever header it sends."""
+    networks = []
+    for item in env_list("TRUSTED_PROXIES", []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"TRUSTED_PROXIES: {item!r} is not an address or network: expected e.g. 127.0.0.1,10.0.0.0/8"
+            ) from None
+    return networks
+
+
+TRUSTED_PROXIES = trusted_proxies_from_env()
+if CLIENT_IP_HEADER and not TRUSTED_PROXIES:
+    warnings.warn(
+        f"CLIENT_IP_HEADER={CLIENT_IP_HEADER} is set without TRUSTED_PROXIES: the header is ignored and "
+        "logins are counted by the peer's address (REMOTE_ADDR). Set TRUSTED_PROXIES to the reverse "
+        "proxy's address(es), e.g. TRUSTED_PROXIES=127.0.0.1.",
+        stacklevel=1,
+    )
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -345,8 +372,11 @@ PROGRESS_MAX_SAMPLES = env_number("PROGRESS_MAX_SAMPLES", 300, minimum=10)
 
 # --- alerts (portal/alerts) -------------------------------------------------------------------
 # Links in alert e-mails and webhooks are absolute, from PORTAL_URL (above).
-# Deliveries run on this Celery queue (any worker may consume it; `make run`'s does).
-ALERTS_QUEUE = env_str("ALERTS_QUEUE", "celery")
+# Deliveries run on this Celery queue, never the shared one: a receiver that answers slowly
+# must not hold the worker the reaper, the task watchdog and sweeps run on
+# (docker-compose.yml's `alerts` worker; `make run`'s vantage worker).
+ALERTS_QUEUE = env_str("ALERTS_QUEUE", "alerts")
+# The whole delivery (resolve, connect, TLS, request, answer), not each read.
 ALERT_WEBHOOK_TIMEOUT_S = env_number("ALERT_WEBHOOK_TIMEOUT_S", 10.0, kind=float, minimum=0.1)
 # Attempts after the first, spaced ALERT_RETRY_BASE_S x 2^n apart; then the delivery is failed.
 ALERT_DELIVERY_RETRIES = env_number("ALERT_DELIVERY_RETRIES", 5, minimum=0)

@@ -263,6 +263,7 @@ def main():
         DATABASE_URL=db_url,
         CACHE_KEY_PREFIX=f"bench-load-{os.getpid()}",
         VANTAGE_NAME=VANTAGE,
+        ALLOW_PRIVATE_SITE_HOSTS="1",  # its sites are iperf3 on loopback; the worker checks at test time
         PORTAL_VAR_DIR=workdir,
         PYTHONUNBUFFERED="1",
     )

@@ -175,7 +175,7 @@ def main():
                 *celery,
                 "worker",
                 "-Q",
-                vantage.queue_name,
+                vantage.queue_name + ",alerts",  # alert notices: never on the housekeeping worker
                 "--concurrency",
                 "2",
                 "--without-gossip",

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from .models import Alert, AlertRule, Delivery
+from .webhooks import redact
 
 
 @admin.register(AlertRule)
@@ -15,7 +16,7 @@ class AlertRuleAdmin(admin.ModelAdmin):
         "consecutive",
         "threshold_pct",
         "email_to",
-        "webhook_url",
+        "webhook_shown",
     )
     list_filter = ("enabled", "mode")
     search_fields = ("name",)
@@ -25,13 +26,30 @@ class AlertRuleAdmin(admin.ModelAdmin):
         ("When to alert", {"fields": ("baseline_results", "baseline_days", "consecutive", "threshold_pct")}),
         ("Where to send", {"fields": ("email_to", "webhook_url")}),
     ]
+    readonly_fields = ("webhook_shown",)
+
+    @admin.display(description="webhook URL")
+    def webhook_shown(self, obj):
+        # Webhook URLs carry their secret (a token in the path or query): the list and
+        # view-only staff see it redacted; only who may change the rule sees it whole, to edit.
+        return redact(obj.webhook_url) if obj.webhook_url else ""
+
+    def get_fieldsets(self, request, obj=None):
+        if self.has_change_permission(request, obj) or (obj is None and self.has_add_permission(request)):
+            return self.fieldsets
+        return [
+            (name, dict(opts, fields=tuple("webhook_shown" if f == "webhook_url" else f for f in opts["fields"])))
+            for name, opts in self.fieldsets
+        ]
 
 
 class DeliveryInline(admin.TabularInline):
     model = Delivery
     extra = 0
     can_delete = False
-    readonly_fields = ("kind", "channel", "target", "status", "attempts", "last_error", "created_at", "sent_at")
+    # target_shown: a webhook URL without its secrets (last_error is stored that way).
+    readonly_fields = ("kind", "channel", "target_shown", "status", "attempts", "last_error", "created_at", "sent_at")
+    fields = readonly_fields
 
     def has_add_permission(self, request, obj=None):
         return False

@@ -2,8 +2,7 @@
 Celery task in tasks.py retries)."""
 
 import json
-import urllib.error
-import urllib.request
+import logging
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -12,7 +11,10 @@ from django.utils import timezone
 
 from portal.measure.templatetags.units import format_bps
 
+from . import webhooks
 from .models import Delivery
+
+log = logging.getLogger(__name__)
 
 
 class DeliveryError(Exception):
@@ -86,21 +88,10 @@ def send_once(delivery):
             raise DeliveryError(f"e-mail to {delivery.target}: {exc}") from exc
         return
     body = json.dumps(payload(delivery)).encode()
-    request = urllib.request.Request(
-        delivery.target,
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "quickprobe-alerts"},
-    )
     try:
-        with urllib.request.urlopen(request, timeout=settings.ALERT_WEBHOOK_TIMEOUT_S) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raise DeliveryError(f"webhook {delivery.target} answered HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise DeliveryError(f"webhook {delivery.target}: {getattr(exc, 'reason', exc)}") from exc
-    if not 200 <= status < 300:
-        raise DeliveryError(f"webhook {delivery.target} answered HTTP {status}")
+        webhooks.post(delivery.target, body, headers={"User-Agent": "quickprobe-alerts"})
+    except webhooks.WebhookError as exc:
+        raise DeliveryError(str(exc)) from exc
 
 
 def attempt(delivery_id):
@@ -117,6 +108,13 @@ def attempt(delivery_id):
         send_once(delivery)
     except DeliveryError as exc:
         Delivery.objects.filter(pk=delivery_id).update(last_error=str(exc)[:2000])
+        return "retry"
+    except Exception as exc:
+        # Whatever else broke, the notice must be retried and then failed with a reason, not
+        # left pending for ever (a garbled reply once escaped here as BadStatusLine).
+        log.exception("alert delivery %s: unexpected error", delivery_id)
+        reason = f"{delivery.channel} delivery hit an unexpected error: {type(exc).__name__}"
+        Delivery.objects.filter(pk=delivery_id).update(last_error=reason)
         return "retry"
     Delivery.objects.filter(pk=delivery_id, status="pending").update(
         status="sent", sent_at=timezone.now(), last_error=""

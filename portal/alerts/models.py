@@ -15,6 +15,8 @@ from django.utils import timezone
 from portal.measure.models import Measurement, Site, Vantage
 from portal.measure.vocab import DeliveryChannel, DeliveryKind, DeliveryStatus, Mode
 
+from .webhooks import redact, validate_webhook_url
+
 
 def parse_emails(text):
     """Addresses separated by commas, spaces or new lines."""
@@ -79,7 +81,11 @@ class AlertRule(models.Model):
         help_text="Addresses separated by commas or new lines; empty: no e-mail.",
     )
     webhook_url = models.URLField(
-        blank=True, max_length=500, help_text="Receives a JSON POST for every alert and recovery; empty: none."
+        blank=True,
+        max_length=500,
+        validators=[validate_webhook_url],
+        help_text="Receives a JSON POST for every alert and recovery; empty: none. http:// or https:// to a "
+        "publicly routable host; redirects are not followed.",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -150,4 +156,9 @@ class Delivery(models.Model):
         ordering = ["created_at", "pk"]
 
     def __str__(self):
-        return f"{self.get_kind_display()} by {self.channel} to {self.target}: {self.status}"
+        return f"{self.get_kind_display()} by {self.channel} to {self.target_shown}: {self.status}"
+
+    @property
+    def target_shown(self):
+        """The target as pages and the admin show it: a webhook URL without its secrets."""
+        return redact(self.target) if self.channel == "webhook" else self.target

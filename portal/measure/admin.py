@@ -65,7 +65,13 @@ class MeasurementAdmin(admin.ModelAdmin):
             else qs
         )
 
-    @admin.action(description="Cancel selected queued or running measurements")
+    def has_cancel_permission(self, request):
+        # has_change_permission is False for everyone (no hand edits), so cancelling checks the
+        # "change measurement" permission itself: "view" alone must not fail someone's test.
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    @admin.action(description="Cancel selected queued or running measurements", permissions=["cancel"])
     def cancel(self, request, queryset):
         # A running test notices at its next heartbeat and stops its prober.
         count = queryset.filter(status__in=UNFINISHED_STATUSES).update(

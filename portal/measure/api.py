@@ -12,6 +12,7 @@ Every error, ninja's own included, answers {"errors": {field: [message]}}.
 
 import datetime
 import json
+import re
 from typing import Any, Dict, List, Optional, Union
 
 from django.core.exceptions import SuspiciousOperation
@@ -35,6 +36,8 @@ from .vocab import RESULT_FIELDS, Status
 FORM_FIELDS = tuple(MeasurementForm.base_fields)
 CSV_PARAMS = ("site",) + PERIOD_PARAMS
 BODY_EXAMPLE = '{"site": "<slug>", "mode": "quick"}'
+# What a measurement id can be (Django's <slug:> converter; Measurement.slug is token_urlsafe).
+SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
 
 class ApiError(HttpError):
@@ -335,7 +338,13 @@ def measurements(request, payload: MeasurementRequest):
 
 
 def _get_measurement(slug):
-    m = Measurement.objects.select_related("site", "vantage").defer("result").filter(slug=slug).first()
+    # Only a slug can be an id: anything else (a NUL, which PostgreSQL refuses in a query and
+    # answered 500 with) is an unknown id on every backend, without asking the database.
+    m = (
+        Measurement.objects.select_related("site", "vantage").defer("result").filter(slug=slug).first()
+        if SLUG_RE.fullmatch(slug)
+        else None
+    )
     if m is None:
         raise ApiError(
             404, id=f"no measurement with id {slug!r}: ids are the slugs returned by POST /api/v1/measurements."

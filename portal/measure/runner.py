@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from workers import prober
 
-from . import progress, signals, vantages
+from . import hosts, progress, signals, vantages
 from .models import Measurement, MeasurementTrace
 from .results import result_fields, trace_summary
 from .trace import TraceBuilder
@@ -55,12 +55,14 @@ def backoff(attempt):
     return min(settings.RETRY_MAX_S, base) * random.uniform(0.8, 1.2)
 
 
-def prober_command(measurement):
+def prober_command(measurement, address=None):
+    """The prober's command line; `address` is the numeric address vet_address() judged (the
+    prober would otherwise resolve the site's name again and could reach another address)."""
     m = measurement
     cmd = [
         settings.QUICKPROBE_BIN,
         "-c",
-        m.site.host,
+        str(address) if address is not None else m.site.host,
         "-p",
         str(m.site.port),
         "-t",
@@ -220,11 +222,38 @@ def heartbeat(measurement_id):
     return Measurement.objects.filter(pk=measurement_id, status=Status.RUNNING).update(heartbeat_at=timezone.now()) == 1
 
 
-def run_prober(measurement, sink):
+# Codes after which the next address of the site is tried, as the prober itself does when it
+# resolves a name: the connection to the address that failed was never made.
+NEXT_ADDRESS_CODES = (FailureCode.CONNECT_REFUSED, FailureCode.CONNECT_TIMEOUT)
+
+
+def vet_address(measurement):
+    """([addresses], None) the test may connect to, or (None, (failure_code, reason)). The
+    site's name is resolved once, here, and every address is judged by the same policy as the
+    admin's site check (hosts.py), so a name that resolves elsewhere since the site was saved
+    (loopback, metadata, a private network) is refused before any packet is sent. The stored
+    reason does not name the address (the requester can read it and need not own the site's
+    DNS); the worker's log does."""
+    host = measurement.site.host
+    try:
+        return hosts.vet_target(host), None
+    except hosts.Unresolvable as exc:
+        return None, (FailureCode.DNS, str(exc))
+    except hosts.Refused as exc:
+        log.warning("measurement %s refused before connecting: %s", measurement.slug, exc)
+        return None, (
+            FailureCode.HOST_REFUSED,
+            f"the site's host {host!r} resolved, when the test started, to an address the portal does not test "
+            "(loopback, private, link-local, metadata or reserved; see ALLOW_PRIVATE_SITE_HOSTS); "
+            "nothing was sent to it. The worker's log names the address.",
+        )
+
+
+def run_prober(measurement, sink, address=None):
     """Runs the prober to its end, or stops it at the wall-clock limit or when the row stops
     being ours. Fills sink.outcome; returns (failure_code, failure_reason) for failures that
     are not prober `error` events, else None."""
-    cmd = prober_command(measurement)
+    cmd = prober_command(measurement, address)
     log.info("measurement %s: %s", measurement.slug, " ".join(cmd))
     try:
         proc = prober.start(cmd)
@@ -320,7 +349,12 @@ def _run_claimed(measurement_id, site_busy_attempts, server_busy_attempts):
     vantages.touch(measurement.vantage_id)
     sink = EventSink(measurement_id)
     sink.flush_progress(force=True)
-    problem = run_prober(measurement, sink)
+    addresses, problem = vet_address(measurement)
+    for i, address in enumerate(addresses or ()):
+        sink.outcome = Outcome()
+        problem = run_prober(measurement, sink, address)
+        if problem or sink.outcome.error_code not in NEXT_ADDRESS_CODES or i == len(addresses) - 1:
+            break
     outcome = sink.outcome
     if problem is not None:
         fail(measurement_id, *problem, from_statuses=(Status.RUNNING,))

@@ -82,6 +82,10 @@ class FailureCode(models.TextChoices):
     PROBER_OUTPUT = "prober_output", "the prober wrote something that is not a JSON Lines event (EVENTS.md)"
     PROBER_CRASHED = "prober_crashed", "the prober exited (or was killed) without a result or error event"
     INTERNAL = "internal", "the worker hit an unexpected error while running the test (see its log)"
+    HOST_REFUSED = (
+        "host_refused",
+        "when the test started, the site resolved to an address sites may not use; nothing was sent",
+    )
     # Emitted by the prober as its `error` event's code (prober/EVENTS.md) and stored as is.
     USAGE = "usage", "the prober refused an option or value"
     DNS = "dns", "the site's name does not resolve in time"

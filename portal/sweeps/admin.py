@@ -65,7 +65,7 @@ class SweepAdmin(admin.ModelAdmin):
             ),
         )
 
-    @admin.action(description="Run selected sweeps now")
+    @admin.action(description="Run selected sweeps now", permissions=["change"])
     def run_now(self, request, queryset):
         for sweep in queryset:
             run = planning.fire(sweep.pk, trigger=SweepTrigger.ADMIN)
@@ -75,11 +75,11 @@ class SweepAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Pause selected sweeps")
+    @admin.action(description="Pause selected sweeps", permissions=["change"])
     def pause(self, request, queryset):
         self._set_enabled(request, queryset, False)
 
-    @admin.action(description="Resume selected sweeps")
+    @admin.action(description="Resume selected sweeps", permissions=["change"])
     def resume(self, request, queryset):
         self._set_enabled(request, queryset, True)
 

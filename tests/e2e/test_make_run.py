@@ -62,6 +62,7 @@ def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
         assert log.read_text().rstrip().endswith("[run] stopped")
         # The embedded broker keeps its exchange bindings under the var dir, not in ./control.
         assert sorted(p.name for p in (tmp_path / "var" / "broker" / "control").iterdir()) == [
+            "alerts.exchange",  # alert notices' own queue, on the vantage worker (issue 28)
             "celery.exchange",
             "vantage.runcheck.exchange",
         ]
