@@ -30,11 +30,13 @@ TREND_PRIOR_DAYS = 21
 def headline_expr(prefix=""):
     """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
     else what a plain iperf run reports."""
-    # A quick estimate that did not converge is never the headline: the run went on to -t and
-    # its whole-run figure is the result (prober/EVENTS.md). Older rows have quick_converged null.
+    # A quick estimate that was not the answer is never the headline: the run went on to -t and
+    # its whole-run figure is the result (prober/EVENTS.md). quick_answered says so (issue 24);
+    # rows from before it have it null and say it with quick_converged (null on older rows still).
     converged = Q(**{f"{prefix}quick_converged": True}) | Q(**{f"{prefix}quick_converged__isnull": True})
+    answered = Q(**{f"{prefix}quick_answered": True}) | (Q(**{f"{prefix}quick_answered__isnull": True}) & converged)
     return Case(
-        When(Q(**{f"{prefix}quick_mode_entered": True}) & converged, then=F(f"{prefix}quick_bps")),
+        When(Q(**{f"{prefix}quick_mode_entered": True}) & answered, then=F(f"{prefix}quick_bps")),
         default=F(f"{prefix}cumulative_bps"),
         output_field=FloatField(),
     )
@@ -201,6 +203,7 @@ def recent_page(site, page, size, vantage_id=None):
             "failure_code",
             "quick_ci_pct",
             "quick_converged",
+            "quick_answered",
             "window_limited",
             "rwnd_limited_pct",
             "vantage__name",

@@ -119,6 +119,7 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
             "quick_mode_entered",
             "quick_ci_pct",
             "quick_converged",
+            "quick_answered",
             "rtt_us",
             "window_limited",
             "slug",
@@ -126,8 +127,10 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
     )
     series = {mode: [] for mode in MODES}
     rtt = []
-    for created_at, mode, headline, entered, ci_pct, converged, rtt_us, limited, slug in reversed(rows):
+    for created_at, mode, headline, entered, ci_pct, converged, answered, rtt_us, limited, slug in reversed(rows):
         x = int(created_at.timestamp() * 1000)
+        # Issue 24: an answer at the deadline (answered, not converged) is the result, with its bar.
+        converged = converged if answered is None else answered
         if headline is not None:
             point = {"x": x, "y": headline, "slug": slug, "limited": bool(limited)}
             if mode == "quick" and entered and converged is False:
