@@ -43,3 +43,14 @@ def test_sweep_form_offers_until_converged(network):
     field = SweepForm().fields["until_converged"]
     assert field.label == "Measure until converged"
     assert field.required is False
+
+
+def test_run_page_says_which_rule_quick_tests_follow(network, client):
+    answering = planning.fire(make_sweep().pk, trigger="command")
+    converging = planning.fire(make_sweep("converging", until_converged="on").pk, trigger="command")
+    full_only = planning.fire(make_sweep("long", modes_text="full").pk, trigger="command")
+    html = client.get(answering.get_absolute_url()).content.decode()
+    assert '5 s tests, quick ones <span id="run-quick-rule">answering at their deadline</span>, not scheduled.' in html
+    html = client.get(converging.get_absolute_url()).content.decode()
+    assert '<span id="run-quick-rule">measured until converged (they may run the full -t)</span>' in html
+    assert 'id="run-quick-rule"' not in client.get(full_only.get_absolute_url()).content.decode()
