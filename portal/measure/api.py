@@ -23,7 +23,7 @@ from ninja import Status as Answer  # status code + body (vocab.Status is a meas
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
-from pydantic import ConfigDict, Field, StrictFloat, StrictInt, StrictStr, create_model
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
 from . import errors, progress
 from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
@@ -141,6 +141,12 @@ class MeasurementRequest(Schema):
         json_schema_extra={"pattern": f"^{SIZE_PATTERN}$"},
     )
     congestion: Scalar = Field(None, description="One of the vantage's congestion_controls; omit for its default.")
+    until_converged: Optional[Union[StrictBool, StrictStr, StrictInt]] = Field(
+        None,
+        description="Quick mode: go on to the full duration_s when the estimate has not converged by its "
+        "deadline, instead of answering then with a wider interval.",
+        json_schema_extra={"default": False},
+    )
 
 
 # --- responses ------------------------------------------------------------------------------
@@ -211,6 +217,7 @@ class MeasurementOut(Schema):
     streams: int
     window_bytes: Optional[int]
     congestion: str
+    until_converged: bool
     created_at: str = Field(json_schema_extra={"format": "date-time"})
     started_at: Optional[str] = Field(json_schema_extra={"format": "date-time"})
     finished_at: Optional[str] = Field(json_schema_extra={"format": "date-time"})
@@ -369,6 +376,7 @@ def measurement_json(request, m):
         "streams": m.streams,
         "window_bytes": m.window_bytes,
         "congestion": m.congestion,
+        "until_converged": m.until_converged,
         "created_at": _iso(m.created_at),
         "started_at": _iso(m.started_at),
         "finished_at": _iso(m.finished_at),
@@ -471,6 +479,8 @@ def _validation_message(error):
         return field, f"unknown parameter {field!r}: allowed are {', '.join(FORM_FIELDS)}."
     if kind == "missing" and field in ("payload", "site"):
         return "site", MeasurementForm.base_fields["site"].error_messages["required"]
+    if loc[:1] == ("body",) and field == "until_converged":
+        return field, "until_converged must be true or false."
     if loc[:1] == ("body",):
         return field, f"{field} must be a string or a number."
     return field, f"{field}: {error['msg']}"

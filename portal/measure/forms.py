@@ -34,6 +34,10 @@ def parse_window(text):
     return value
 
 
+# until_converged as JSON (true/false), a form (a checkbox sends "on") or the API's text of them.
+UNTIL_CONVERGED_WORDS = {"": False, "false": False, "0": False, "off": False, "true": True, "1": True, "on": True}
+
+
 def _nul_message(name, field):
     return f"{name} must not contain NUL characters: {field.help_text[0].lower()}{field.help_text[1:]}"
 
@@ -54,6 +58,12 @@ class MeasurementForm(forms.Form):
         required=False, help_text="Socket buffer, e.g. 256K or 4M (4K-16M); blank: kernel default."
     )
     congestion = forms.CharField(required=False, help_text="Congestion control; blank: the vantage's default.")
+    until_converged = forms.BooleanField(
+        required=False,
+        label="Measure until converged (may run the full -t)",
+        help_text="Quick mode: go on to the full -t when the estimate has not converged by its "
+        "deadline, instead of answering then with a wider interval (default false).",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -163,6 +173,19 @@ class MeasurementForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def clean_until_converged(self):
+        # CheckboxInput reads any unknown text ("0", "yes") as checked: the raw value decides.
+        raw = self.data.get("until_converged") if hasattr(self.data, "get") else None
+        if raw is None or isinstance(raw, bool):
+            return bool(raw)
+        word = str(raw).strip().lower()
+        if word not in UNTIL_CONVERGED_WORDS:
+            raise forms.ValidationError(
+                f"until_converged {str(raw)[:20]!r} is not a boolean: give true or false "
+                "(or leave it out: quick mode answers at its deadline)."
+            )
+        return UNTIL_CONVERGED_WORDS[word]
+
     def clean(self):
         cleaned = super().clean()
         congestion = (cleaned.get("congestion") or "").strip()
@@ -190,4 +213,5 @@ class MeasurementForm(forms.Form):
             "streams": data["streams"],
             "window_bytes": data["window"],
             "congestion": data["congestion"],
+            "until_converged": data["until_converged"],
         }

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models, transaction
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils import timezone
@@ -137,6 +137,12 @@ class Vantage(models.Model):
             bump_versions()
 
 
+# A quick answer whose interval's wider side is more than this % of the figure is called wide on
+# its permalink, with the prober's reason. 10 % is the bar issue 24 sets for an answer on a LAN
+# (item 6) and twice the median half-width it targets (5 %); past it, the interval spans steps
+# that matter when reading a path (say 100 vs 120 Mbit/s), so the figure alone would mislead.
+QUICK_WIDE_PCT = 10.0
+
 # Measurement columns that no page shows: writing only these (the running test's heartbeat,
 # every HEARTBEAT_INTERVAL_S) need not make the site's cached pages new.
 UNSHOWN_FIELDS = frozenset({"heartbeat_at"})
@@ -178,6 +184,16 @@ class MeasurementQuerySet(models.QuerySet):
             bump_versions(obj.site_id for obj in created)
         return created
 
+    def with_longer_run(self):
+        """Each row with the slug and status of its newest "measure longer" full run
+        (longer_run_slug / longer_run_status, None without one) and the quick test it measures
+        longer (longer_of), in the row's own query: the permalink stays one query."""
+        newest = Measurement.objects.filter(longer_of=OuterRef("pk")).order_by("-created_at")
+        return self.select_related("longer_of").annotate(
+            longer_run_slug=Subquery(newest.values("slug")[:1]),
+            longer_run_status=Subquery(newest.values("status")[:1]),
+        )
+
 
 class Measurement(models.Model):
     objects = MeasurementQuerySet.as_manager()
@@ -207,6 +223,14 @@ class Measurement(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     due_at = models.DateTimeField(null=True, blank=True)
     dispatch_count = models.PositiveSmallIntegerField(default=0)
+    # Issue 24: quick mode answers at its deadline unless asked to go on until its interval
+    # converges (the prober's --until-converged: the full -t run is then the result).
+    until_converged = models.BooleanField(default=False)
+    # The quick test this full-mode test measures longer ("measure longer" on its permalink),
+    # so each permalink links to the other. A deleted quick test leaves the full one standing.
+    longer_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="longer_runs", editable=False
+    )
 
     # The prober's whole `result` event; its figures are also copied into the columns declared
     # in vocab.RESULT_FIELDS (added below) so pages and CSV can filter and sort without it.
@@ -244,18 +268,26 @@ class Measurement(models.Model):
         return deleted
 
     @property
+    def quick_answer_taken(self):
+        """Whether quick_bps is the result: the prober's quick_answered (issue 24: it converged,
+        or answered at its deadline); rows from provers before it (quick_answered null) read
+        quick_converged, which then meant the same. None where neither says."""
+        return self.quick_converged if self.quick_answered is None else self.quick_answered
+
+    @property
     def headline_bps(self):
-        # Same rule as paths.headline_expr: an estimate that did not converge is not the result.
-        if self.quick_mode_entered and self.quick_converged is not False:
+        # Same rule as paths.headline_expr: an estimate that was not the answer (the run fell
+        # back to the full -t) is not the result.
+        if self.quick_mode_entered and self.quick_answer_taken is not False:
             return self.quick_bps
         return self.cumulative_bps
 
     @property
     def shows_error_bar(self):
-        """The headline is a converged quick estimate with its error bar."""
+        """The headline is a quick answer (converged, or answered at its deadline) with its error bar."""
         return bool(
             self.quick_mode_entered
-            and self.quick_converged is not False
+            and self.quick_answer_taken is not False
             and self.quick_ci_pct is not None
             and self.mode != Mode.FULL
         )
@@ -267,7 +299,7 @@ class Measurement(models.Model):
             if self.quick_converged:
                 return format_html("quick-mode estimate, converged in {}", format_seconds(self.elapsed_s))
             return "quick-mode estimate, 95 % interval"
-        if self.quick_mode_entered and self.quick_converged is False:
+        if self.quick_fell_back:
             # Our own words, no stored text: the apostrophe needs no escaping.
             return mark_safe("quick mode did not converge: the full run's average")
         if self.quick_mode_entered:
@@ -301,6 +333,48 @@ class Measurement(models.Model):
             )
         retransmits = "?" if self.retransmits is None else self.retransmits
         return format_html("{} RTT {}, {} retransmits.", how, format_us(self.rtt_us), retransmits)
+
+    @property
+    def quick_fell_back(self):
+        """Quick mode was entered but its estimate is not the result: the full run is."""
+        return bool(self.quick_mode_entered and self.quick_answer_taken is False)
+
+    @property
+    def quick_interval(self):
+        """(lo, hi) of the quick answer's 95 % interval in bit/s, or None when unknown. Rows from
+        provers before the asymmetric interval have only quick_ci_pct: quick_bps +- that."""
+        if self.quick_lo_bps is not None and self.quick_hi_bps is not None:
+            return self.quick_lo_bps, self.quick_hi_bps
+        if self.quick_bps is None or self.quick_ci_pct is None:
+            return None
+        half = self.quick_bps * self.quick_ci_pct / 100.0
+        return self.quick_bps - half, self.quick_bps + half
+
+    @property
+    def quick_half_width_pct(self):
+        """The wider side of the interval in % of quick_bps (as the prober's quick_ci_pct)."""
+        interval = self.quick_interval
+        if interval is None or not self.quick_bps:
+            return None
+        lo, hi = interval
+        return 100.0 * max(hi - self.quick_bps, self.quick_bps - lo) / self.quick_bps
+
+    @property
+    def quick_interval_wide(self):
+        """The interval is too wide to read as one figure (QUICK_WIDE_PCT says why)."""
+        pct = self.quick_half_width_pct
+        return pct is not None and pct > QUICK_WIDE_PCT
+
+    @property
+    def offers_longer(self):
+        """A finished quick test whose quick answer is the result can be measured longer (a
+        full-mode test with the same parameters); one that fell back already ran the full -t."""
+        return (
+            self.status == Status.DONE
+            and self.mode == Mode.QUICK
+            and bool(self.quick_mode_entered)
+            and self.quick_answer_taken is not False
+        )
 
     @property
     def quick_held_by_text(self):

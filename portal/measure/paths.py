@@ -64,11 +64,13 @@ TREND_PRIOR_DAYS = 21
 def headline_expr(prefix=""):
     """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
     else what a plain iperf run reports."""
-    # A quick estimate that did not converge is never the headline: the run went on to -t and
-    # its whole-run figure is the result (prober/EVENTS.md). Older rows have quick_converged null.
+    # A quick estimate that was not the answer is never the headline: the run went on to -t and
+    # its whole-run figure is the result (prober/EVENTS.md). quick_answered says so (issue 24);
+    # rows from before it have it null and say it with quick_converged (null on older rows still).
     converged = Q(**{f"{prefix}quick_converged": True}) | Q(**{f"{prefix}quick_converged__isnull": True})
+    answered = Q(**{f"{prefix}quick_answered": True}) | (Q(**{f"{prefix}quick_answered__isnull": True}) & converged)
     return Case(
-        When(Q(**{f"{prefix}quick_mode_entered": True}) & converged, then=F(f"{prefix}quick_bps")),
+        When(Q(**{f"{prefix}quick_mode_entered": True}) & answered, then=F(f"{prefix}quick_bps")),
         default=F(f"{prefix}cumulative_bps"),
         output_field=FloatField(),
     )
@@ -229,6 +231,7 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
             "quick_mode_entered",
             "quick_ci_pct",
             "quick_converged",
+            "quick_answered",
             "rtt_us",
             "window_limited",
             "slug",
@@ -236,8 +239,10 @@ def chart_points(site_id, vantage_id, limit=CHART_POINTS):
     )
     series = {mode: [] for mode in MODES}
     rtt = []
-    for created_at, mode, headline, entered, ci_pct, converged, rtt_us, limited, slug in reversed(rows):
+    for created_at, mode, headline, entered, ci_pct, converged, answered, rtt_us, limited, slug in reversed(rows):
         x = int(created_at.timestamp() * 1000)
+        # Issue 24: an answer at the deadline (answered, not converged) is the result, with its bar.
+        converged = converged if answered is None else answered
         if headline is not None:
             point = {"x": x, "y": headline, "slug": slug, "limited": bool(limited)}
             if mode == Mode.QUICK and entered and converged is False:
@@ -276,6 +281,7 @@ def recent_page(site, page, size, vantage_id=None):
             "failure_code",
             "quick_ci_pct",
             "quick_converged",
+            "quick_answered",
             "window_limited",
             "rwnd_limited_pct",
             "vantage__name",

@@ -10,6 +10,11 @@ def result_fields(event, summary=None):
     # Figures summarised from the trace are read from "trace" (see the ResultField sources).
     source = {**event, "trace": summary or {}}
     fields = {field.name: field.read(source) for field in RESULT_FIELDS}
+    for field in RESULT_FIELDS:
+        if field.kind == "str":
+            # A longer text than the column holds (quick_bound_text is a sentence) must not
+            # fail the result's write and lose it; the whole text stays in `result`.
+            fields[field.name] = str(fields[field.name])[: field.max_length]
     fields["result"] = event
     return fields
 

@@ -24,7 +24,7 @@ from .models import Measurement, MeasurementTrace
 from .results import result_fields, trace_summary
 from .trace import TraceBuilder
 from .units import format_window
-from .vocab import UNFINISHED_STATUSES, FailureCode, Phase, Protocol, Status
+from .vocab import UNFINISHED_STATUSES, FailureCode, Mode, Phase, Protocol, Status
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,11 @@ def prober_command(measurement, address=None):
         cmd += ["-w", format_window(m.window_bytes)]
     if m.congestion:
         cmd += ["-C", m.congestion]
+    if m.until_converged and m.mode == Mode.QUICK:
+        # Without it quick mode answers by its deadline; with it a window that has not
+        # converged goes on to -t and the full run is the result (prober/EVENTS.md). A full
+        # or validate run goes to -t anyway: the option would say nothing there.
+        cmd.append("--until-converged")
     return cmd
 
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("measure/new", views.measure_new, name="new"),
     path("m/<slug:slug>/", views.measurement, name="measurement"),
+    path("m/<slug:slug>/longer", views.measure_longer, name="longer"),
     path("m/<slug:slug>/trace.csv", views.trace_csv, name="trace_csv"),
     path("m/<slug:slug>/trace.json", views.trace_json, name="trace_json"),
     path("sites/<slug:slug>/", views.site_page, name="site"),

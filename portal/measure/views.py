@@ -7,17 +7,17 @@ trace for the charts: trace.py); these functions only pick rows, check access an
 """
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import BadRequest
+from django.core.exceptions import BadRequest, ValidationError
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
-from .services import request_measurement
+from .services import request_longer_run, request_measurement
 from .trace import chart_trace, trace_csv_rows
 from .vocab import MODES
 
@@ -162,7 +162,7 @@ def _dress_for_page(form):
 
 
 def _get_measurement(slug):
-    return get_object_or_404(Measurement.objects.select_related("site", "vantage"), slug=slug)
+    return get_object_or_404(Measurement.objects.select_related("site", "vantage").with_longer_run(), slug=slug)
 
 
 @require_GET
@@ -178,6 +178,7 @@ def measurement(request, slug):
         "m": m,
         "og_url": request.build_absolute_uri(m.get_absolute_url()),
         "show_failure_detail": m.failure_detail_visible_to(request.user),
+        "may_measure_longer": _may_act_on(request.user, m),
     }
     if not m.is_finished:
         context.update(progress.page_context(m))
@@ -186,6 +187,46 @@ def measurement(request, slug):
     # Decompressing and thinning a long multi-stream trace is the page's main cost.
     context["trace"] = pagecache.for_site(m.site, "chart-trace", lambda: _chart_trace(m), m.pk)
     return render(request, "measure/measurement.html", context)
+
+
+def _may_act_on(user, m):
+    # Actions on a test (measure longer) are its requester's and staff's; reading it is everyone's.
+    return bool(user.is_authenticated and (user.is_staff or user.pk == m.requested_by_id))
+
+
+def _get_measurement_for_user(user, slug):
+    """The measurement if `user` may act on it; 404 otherwise, as for a slug that does not exist."""
+    m = _get_measurement(slug)
+    if not _may_act_on(user, m):
+        raise Http404(f"Measurement {slug} is not yours: only its requester and staff can act on it.")
+    return m
+
+
+@login_required
+@require_POST
+def measure_longer(request, slug):
+    """Issue 24: the full-mode run of a quick test's parameters, linked both ways."""
+    quick = _get_measurement_for_user(request.user, slug)
+    if not quick.offers_longer:
+        return _refused(
+            request,
+            400,
+            f"Measurement {quick.slug} cannot be measured longer: only a finished quick test whose quick "
+            "answer is the result can (a full or validate run, or a quick one that fell back, already ran the full -t).",
+        )
+    try:
+        longer = request_longer_run(quick, request.user)
+    except ValidationError as invalid:
+        return _refused(request, 400, f"The full run cannot be queued: {' '.join(invalid.messages)}")
+    except QuotaExceeded as over:
+        response = _refused(request, 429, over.message)
+        response["Retry-After"] = str(over.retry_after_s)
+        return response
+    return redirect(longer.get_absolute_url())
+
+
+def _refused(request, status, message):
+    return render(request, "4xx.html", {"title": "Cannot measure longer", "message": message}, status=status)
 
 
 def _chart_trace(m):

@@ -282,6 +282,17 @@ RESULT_FIELDS = (
     # Why a quick window that did not converge stayed open (EVENTS.md, quick_held_by): "" when
     # it converged, and on rows from provers that did not say.
     ResultField("quick_held_by", "str", max_length=16),
+    # Issue 24: quick mode answers by a deadline. quick_answered: quick_bps IS the result (it
+    # converged, or answered at its deadline); false when it fell back to the full run
+    # (--until-converged) or quick mode was not entered; null in full / validate and on older
+    # rows (read as quick_converged). The 95 % interval is asymmetric, lo <= quick_bps <= hi
+    # (older rows: quick_bps +- quick_ci_pct); bound_by / bound_text: which evidence set its
+    # wider side, as a code and as one sentence (prober/EVENTS.md).
+    ResultField("quick_answered", "bool"),
+    ResultField("quick_lo_bps", "float"),
+    ResultField("quick_hi_bps", "float"),
+    ResultField("quick_bound_by", "str", max_length=16),
+    ResultField("quick_bound_text", "str", max_length=300),
 )
 RESULT_FIELD_NAMES = tuple(f.name for f in RESULT_FIELDS)
 

@@ -24,7 +24,16 @@ class SweepAdmin(admin.ModelAdmin):
         ("Targets", {"fields": ("all_sites", "sites", "all_vantages", "vantages")}),
         (
             "Parameter matrix",
-            {"fields": ("modes_text", "windows_text", "streams_text", "congestion_text", "duration_s")},
+            {
+                "fields": (
+                    "modes_text",
+                    "windows_text",
+                    "streams_text",
+                    "congestion_text",
+                    "duration_s",
+                    "until_converged",
+                )
+            },
         ),
         ("Schedule and limits", {"fields": ("every_text", "cron", "slip_text", "budget_text")}),
         ("Runs", {"fields": ("recent_runs",)}),

@@ -65,8 +65,22 @@ class SweepForm(forms.ModelForm):
 
     class Meta:
         model = Sweep
-        fields = ["name", "enabled", "all_sites", "sites", "all_vantages", "vantages", "duration_s", "cron"]
-        labels = {"duration_s": "Duration (-t, s)", "enabled": "Enabled (off: paused)"}
+        fields = [
+            "name",
+            "enabled",
+            "all_sites",
+            "sites",
+            "all_vantages",
+            "vantages",
+            "duration_s",
+            "until_converged",
+            "cron",
+        ]
+        labels = {
+            "duration_s": "Duration (-t, s)",
+            "enabled": "Enabled (off: paused)",
+            "until_converged": "Measure until converged",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

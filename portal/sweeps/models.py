@@ -35,6 +35,12 @@ class Sweep(models.Model):
     duration_s = models.PositiveSmallIntegerField(
         default=10, validators=[MinValueValidator(DURATION_RANGE[0]), MaxValueValidator(DURATION_RANGE[1])]
     )
+    # Issue 24: each quick test answers at its deadline (off), or goes on to the full -t when
+    # its estimate has not converged by then (on: the prober's --until-converged).
+    until_converged = models.BooleanField(
+        default=False,
+        help_text="Quick tests: measure until converged (may run the full -t) instead of answering at the deadline.",
+    )
     every_s = models.PositiveIntegerField(null=True, blank=True)
     cron = models.CharField(max_length=100, blank=True)
     slip_s = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(spec.SLIP_MAX_S)])

@@ -109,6 +109,7 @@ def plan(run_id, sweep=None, now=None):
                         streams=streams,
                         window_bytes=window,
                         congestion=congestion,
+                        until_converged=sweep.until_converged,
                         status=Status.QUEUED,
                         created_at=now,
                     )

@@ -139,7 +139,8 @@ def test_api_post_unknown_parameter_rejected(api_client, site, vantage):
     assert response.json() == {
         "errors": {
             "duration": [
-                "unknown parameter 'duration': allowed are site, vantage, mode, duration_s, streams, window, congestion."
+                "unknown parameter 'duration': allowed are site, vantage, mode, duration_s, streams, window, congestion, "
+                "until_converged."
             ]
         }
     }
@@ -251,7 +252,16 @@ def test_api_schema_generated_from_the_declarations(client, db):
     schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
     request = schemas["MeasurementRequest"]
     assert request["required"] == ["site"] and request["additionalProperties"] is False
-    assert set(request["properties"]) == {"site", "vantage", "mode", "duration_s", "streams", "window", "congestion"}
+    assert set(request["properties"]) == {
+        "site",
+        "vantage",
+        "mode",
+        "duration_s",
+        "streams",
+        "window",
+        "congestion",
+        "until_converged",
+    }
     assert request["properties"]["mode"]["enum"] == ["quick", "full", "validate"]
     assert request["properties"]["window"]["pattern"] == f"^{SIZE_PATTERN}$"
     assert list(schemas["Results"]["properties"]) == [f.name for f in RESULT_FIELDS]

@@ -20,7 +20,7 @@ TEN_MB = 10 * 1024 * 1024
 NESTED = '{"site": ' + "[" * 100_000 + "]" * 100_000 + "}"
 RANGE = "allowed 1970-01-01 to 2999-12-31"
 NOT_A_DATE = "is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as 2026-11-22T08:00:00Z."
-FIELDS = "allowed are site, vantage, mode, duration_s, streams, window, congestion."
+FIELDS = "allowed are site, vantage, mode, duration_s, streams, window, congestion, until_converged."
 
 
 @dataclasses.dataclass

@@ -22,6 +22,7 @@ def test_form_minimal_valid_uses_defaults(site, vantage):
         "streams": 1,
         "window_bytes": None,
         "congestion": "",
+        "until_converged": False,
     }
 
 

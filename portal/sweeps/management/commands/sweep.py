@@ -31,6 +31,12 @@ class Command(BaseCommand):
         create.add_argument("--streams", default="1", help="e.g. 1,4,16 (1-64)")
         create.add_argument("--congestion", default="default", help="e.g. cubic,bbr; 'default' is the vantage's")
         create.add_argument("--duration", default="10", help="seconds, 1-60 (default 10)")
+        create.add_argument(
+            "--until-converged",
+            action="store_true",
+            help="quick tests go on to the full duration when not converged by their deadline "
+            "(default: they answer at the deadline)",
+        )
         when = create.add_mutually_exclusive_group()
         when.add_argument("--every", default="", help="interval, e.g. 6h")
         when.add_argument("--cron", default="", help="crontab line in UTC, e.g. '0 */6 * * *'")
@@ -56,6 +62,7 @@ class Command(BaseCommand):
         streams,
         congestion,
         duration,
+        until_converged,
         every,
         cron,
         slip,
@@ -71,6 +78,7 @@ class Command(BaseCommand):
             "streams_text": streams,
             "congestion_text": congestion,
             "duration_s": duration,
+            "until_converged": until_converged,
             "every_text": every,
             "cron": cron,
             "slip_text": slip,
