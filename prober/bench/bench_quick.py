@@ -17,10 +17,12 @@ It writes prober/bench/report-quick.md, report-quick.csv (one line per run) and 
 the large matrix writes to prober/bench/full/ and test-artifacts/bench-quick-full/ instead,
 so that the two reports stand side by side.
 
-A quick estimate counts with the figure its user got: `quick_bps` when it converged (or,
-from a prober without `quick_converged`, when quick mode was entered), else the full run's
-figure it fell back to (the paper's fallback; on the validate connection that is the 20 s
-result itself, so a paired fallback has error 0 and saves nothing).
+Quick mode answers by a deadline on every run (issue 24): the report counts every run, per
+congestion control. A run that did not answer (`quick_answered` false: it fell back to the
+full run, asked for with --until-converged, or never entered quick mode) is a miss for
+coverage and the deadline, and saves 0 %; nothing counts as exact. Run files from a prober
+before issue 24 still load: `quick_answered` is read as `quick_converged` and the interval
+as `quick_bps` +/- `quick_ci_pct`.
 """
 
 from __future__ import annotations
@@ -51,15 +53,21 @@ FULL_BENCH_DIR = BENCH_DIR / "full"  # the large matrix's report, beside the def
 FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"
 NOTES = ROOT / ".coord" / "detector-notes.md"
 CCS = ("reno", "cubic", "bbr")
-# Issue 7's targets, per cc over the whole matrix.
+# Per cc over every run of the matrix: issue 24's targets, and issue 7's that still apply
+# (paired median error, spread).
 TARGETS = {
-    "median_abs_err": 3.0,
-    "p95_abs_err": 10.0,
-    "spread_ratio": 1.5,
-    "time_saved": 85.0,
-    "traffic_saved": 85.0,
-    "row_time_saved_min": 70.0,
-    "coverage": 90.0,
+    "on_time": 95.0,  # % of runs answered by the deadline (answer_deadline_s)
+    "deadline_short_s": 5.0,  # RTT <= 100 ms: within 5 s of the first byte
+    "deadline_rtt_ms": 100.0,
+    "deadline_after_ss_s": 4.0,  # longer RTTs: within slow-start end + 4 s
+    "time_saved_big": 85.0,  # median over the runs on rows with BDP >= 1 MB
+    "time_saved_all": 80.0,  # median over all runs
+    "halfwidth_median": 5.0,
+    "halfwidth_p90": 15.0,
+    "coverage": 90.0,  # paired: the same connection's 20 s figure inside the interval
+    "median_abs_err": 3.0,  # paired, issue 7
+    "p95_abs_err": 10.0,  # paired
+    "spread_ratio": 1.5,  # issue 7
 }
 BIG_BDP = 1_000_000
 MISS_ERR_PCT = 10.0
@@ -274,29 +282,108 @@ def _mbps(x):
     return None if x is None else x / 1e6
 
 
+def is_answered(q: dict) -> bool:
+    """Did quick mode answer (its estimate IS the result)? A prober before issue 24 has no
+    `quick_answered`: read `quick_converged`; one older still (no `quick_converged` either)
+    answered whenever it entered quick mode."""
+    if q.get("quick_bps") is None:
+        return False
+    if q.get("quick_answered") is not None:
+        return bool(q["quick_answered"])
+    if "quick_converged" in q:
+        return q["quick_converged"] is True
+    return True
+
+
+def interval_of(q: dict) -> tuple[float | None, float | None]:
+    """The 95 % interval [lo, hi] of quick_bps: `quick_lo_bps` / `quick_hi_bps`, or from an
+    older prober quick_bps -/+ quick_ci_pct; (None, None) when there is none."""
+    est = q.get("quick_bps")
+    if est is None:
+        return None, None
+    lo, hi = q.get("quick_lo_bps"), q.get("quick_hi_bps")
+    if lo is not None and hi is not None:
+        return lo, hi
+    ci = q.get("quick_ci_pct")
+    if ci is None:
+        return None, None
+    return est * (1 - ci / 100), est * (1 + ci / 100)
+
+
+def halfwidth_pct(est, lo, hi) -> float | None:
+    """The wider side of the interval in % of the estimate (what quick_ci_pct reports)."""
+    if not est or lo is None or hi is None:
+        return None
+    return 100.0 * max(hi - est, est - lo) / est
+
+
+def covers(lo, hi, truth) -> bool | None:
+    """Is truth inside [lo, hi]? None without a truth; False without an interval (an answer
+    with no interval claims nothing that can hold)."""
+    if truth is None:
+        return None
+    if lo is None or hi is None:
+        return False
+    return lo <= truth <= hi
+
+
+def answer_deadline_s(rtt_ms: float, ss_end_s: float | None) -> float | None:
+    """When the answer is due, from the first byte (issue 24): 5 s on a path with RTT <= 100
+    ms, else slow-start's end + 4 s (None when slow-start's end is unknown)."""
+    if rtt_ms <= TARGETS["deadline_rtt_ms"]:
+        return TARGETS["deadline_short_s"]
+    return None if ss_end_s is None else ss_end_s + TARGETS["deadline_after_ss_s"]
+
+
+def on_time(answered: bool, answer_s: float | None, deadline_s: float | None) -> bool:
+    """Answered by its deadline; a run that did not answer is late whatever its length."""
+    return bool(answered and answer_s is not None and deadline_s is not None and answer_s <= deadline_s)
+
+
+def saved_pct(answered: bool, part, whole) -> float | None:
+    """1 - part / whole in %; a run that did not answer saved nothing (0 %)."""
+    if not answered:
+        return 0.0
+    if part is None or not whole:
+        return None
+    return 100.0 * (1 - part / whole)
+
+
 def quick_outcome(q: dict | None, fallback_bps: float | None) -> dict:
-    """What a quick estimate gave its user. q holds quick_bps, quick_converged, quick_ci_pct,
-    quick_window_s (a quick run's result, or validate's object). status: converged; nociq
-    (entered, from a prober that reports no convergence); fallback (not converged, or quick
-    mode never entered: the full run's figure, fallback_bps, is the result)."""
+    """What a quick estimate gave its user. q holds quick_bps, quick_answered,
+    quick_converged, the interval, quick_bound_by ... (a quick run's result, or validate's
+    object). status: converged; deadline (answered at its deadline without converging);
+    nociq (answered, from a prober with no convergence test nor interval); fallback (did not
+    answer: the full run's figure, fallback_bps, was the result). The estimate and interval
+    of a run that did not answer are what it had when it gave up."""
     q = q or {}
-    conv, est = q.get("quick_converged"), q.get("quick_bps")
-    if est and conv is True:
-        status, figure = "converged", est
-    elif est and conv is None and "quick_converged" not in q:
-        status, figure = "nociq", est
+    est = q.get("quick_bps")
+    answered = is_answered(q)
+    if not answered:
+        status = "fallback"
+    elif q.get("quick_converged") is True:
+        status = "converged"
+    elif "quick_converged" not in q and q.get("quick_answered") is None:
+        status = "nociq"
     else:
-        status, figure = "fallback", fallback_bps
+        status = "deadline"
+    lo, hi = interval_of(q)
     return {
         "status": status,
-        "figure_mbps": _mbps(figure),
+        "answered": answered,
+        "figure_mbps": _mbps(est if answered else fallback_bps),
         "estimate_mbps": _mbps(est),
+        "lo_mbps": _mbps(lo),
+        "hi_mbps": _mbps(hi),
         "ci_pct": q.get("quick_ci_pct"),
+        "halfwidth_pct": halfwidth_pct(est, lo, hi),
+        "bound_by": q.get("quick_bound_by"),
+        "bound_text": q.get("quick_bound_text"),
         "window_s": q.get("quick_window_s"),
         "rule": q.get("rule"),
         "ss_end_s": q.get("slow_start_end_s"),
-        # what kept a window that did not converge open (EVENTS.md: quick_held_by)
-        "held_by": q.get("quick_held_by") if status == "fallback" else None,
+        # what kept a window from converging (EVENTS.md: quick_held_by)
+        "held_by": q.get("quick_held_by") if status != "converged" else None,
     }
 
 
@@ -304,32 +391,39 @@ def pct(a, b):
     return None if a is None or not b else 100.0 * (a - b) / b
 
 
-def inside_ci(estimate_mbps, ci_pct, truth_mbps) -> bool | None:
-    if estimate_mbps is None or ci_pct is None or not truth_mbps:
-        return None
-    return abs(truth_mbps - estimate_mbps) <= estimate_mbps * ci_pct / 100.0
+def within_pct(r: dict, limit: float = 5.0) -> bool:
+    """Answered, and its estimate within +/- limit % of its reference."""
+    return bool(r.get("answered") and r.get("error_pct") is not None and abs(r["error_pct"]) <= limit)
 
 
 def validate_run(events: list[dict]) -> dict:
-    """One validate run: its 20 s figure and the paired quick estimate."""
+    """One validate run: its 20 s figure and what quick mode said on the same connection."""
     v = final(events)
     if v.get("event") != "result":
         return {"kind": "validate", "error": v.get("code", "?")}
     full = v.get("full_bps") or v.get("cumulative_bps")
     vv = v.get("validate") or {}
     o = quick_outcome(vv, full)
+    ans = o["answered"]
+    # A run that did not answer gives its user the full run: its time and bytes.
+    answer_s = vv.get("quick_elapsed_s") if ans else v.get("elapsed_s")
+    answer_bytes = vv.get("quick_bytes_sent") if ans else v.get("bytes_sent")
     o.update(
         kind="validate",
         full_mbps=_mbps(full),
-        error_pct=pct(o["figure_mbps"], _mbps(full)),
-        covered=inside_ci(o["estimate_mbps"], o["ci_pct"], _mbps(full)) if o["status"] == "converged" else None,
+        error_pct=pct(o["estimate_mbps"], _mbps(full)),
+        covered=covers(o["lo_mbps"], o["hi_mbps"], _mbps(full)) if ans else False,
         elapsed_s=v.get("elapsed_s"),
         bytes_sent=v.get("bytes_sent"),
-        quick_elapsed_s=vv.get("quick_elapsed_s") if o["status"] != "fallback" else v.get("elapsed_s"),
-        quick_bytes_sent=vv.get("quick_bytes_sent") if o["status"] != "fallback" else v.get("bytes_sent"),
+        quick_elapsed_s=answer_s,
+        quick_bytes_sent=answer_bytes,
+        answer_s=answer_s,
+        time_saved_pct=saved_pct(ans, answer_s, v.get("elapsed_s")),
+        traffic_saved_pct=saved_pct(ans, answer_bytes, v.get("bytes_sent")),
         full_after_ss_mbps=rate_after_ss(events),
         mss=v.get("mss_bytes"),
     )
+    o["within_5"] = within_pct(o)
     return o
 
 
@@ -340,7 +434,13 @@ def quick_run(events: list[dict]) -> dict:
         return {"kind": "quick", "error": q.get("code", "?")}
     fallback = q.get("full_bps") or q.get("cumulative_bps")
     o = quick_outcome(q, fallback)
-    o.update(kind="quick", elapsed_s=q.get("elapsed_s"), bytes_sent=q.get("bytes_sent"), mss=q.get("mss_bytes"))
+    o.update(
+        kind="quick",
+        elapsed_s=q.get("elapsed_s"),
+        bytes_sent=q.get("bytes_sent"),
+        answer_s=q.get("elapsed_s"),
+        mss=q.get("mss_bytes"),
+    )
     return o
 
 
@@ -355,43 +455,47 @@ def cv_pct(xs):
     return 100.0 * statistics.stdev(xs) / statistics.mean(xs)
 
 
+def or_inf(x):
+    """A run with no estimate (or no interval) counts as the worst: infinitely far / wide."""
+    return math.inf if x is None else x
+
+
+def abs_err(r: dict) -> float:
+    return math.inf if r.get("error_pct") is None else abs(r["error_pct"])
+
+
 def summarise_row(m: dict) -> tuple[dict, list[dict]]:
     """The row's figures and its runs (validate runs, then quick runs), each a flat dict."""
     row: Row = m["row"]
     vs = [validate_run(ev) for ev in m["validate"]]
     qs = [quick_run(ev) for ev in m["quick"]]
     fulls = [v["full_mbps"] for v in vs if v.get("full_mbps")]
-    full_mean = statistics.mean(fulls) if fulls else None
+    # The separate runs' yardstick: the median of the row's 20 s runs (the 20 s figure is
+    # heavy-tailed under random loss: 30-68 Mbit/s on one row).
+    full_ref = statistics.median(fulls) if fulls else None
     full_elapsed = [v["elapsed_s"] for v in vs if v.get("elapsed_s")]
     full_bytes = [v["bytes_sent"] for v in vs if v.get("bytes_sent")]
     for q in qs:
         if "error" in q:
             continue
-        q["error_pct"] = pct(q["figure_mbps"], full_mean)
-        q["covered"] = inside_ci(q["estimate_mbps"], q["ci_pct"], full_mean) if q["status"] == "converged" else None
-        q["time_saved_pct"] = (
-            100 * (1 - q["elapsed_s"] / statistics.mean(full_elapsed)) if full_elapsed and q.get("elapsed_s") else None
+        ans = q["answered"]
+        q["error_pct"] = pct(q["estimate_mbps"], full_ref)
+        q["covered"] = covers(q["lo_mbps"], q["hi_mbps"], full_ref) if ans else False
+        q["within_5"] = within_pct(q)
+        q["time_saved_pct"] = saved_pct(
+            ans, q.get("elapsed_s"), statistics.mean(full_elapsed) if full_elapsed else None
         )
-        q["traffic_saved_pct"] = (
-            100 * (1 - q["bytes_sent"] / statistics.mean(full_bytes)) if full_bytes and q.get("bytes_sent") else None
-        )
-    for v in vs:
-        if "error" in v:
-            continue
-        v["time_saved_pct"] = (
-            100 * (1 - v["quick_elapsed_s"] / v["elapsed_s"])
-            if v.get("quick_elapsed_s") and v.get("elapsed_s")
-            else None
-        )
-        v["traffic_saved_pct"] = (
-            100 * (1 - v["quick_bytes_sent"] / v["bytes_sent"])
-            if v.get("quick_bytes_sent") and v.get("bytes_sent")
-            else None
+        q["traffic_saved_pct"] = saved_pct(
+            ans, q.get("bytes_sent"), statistics.mean(full_bytes) if full_bytes else None
         )
     runs = vs + qs
     ok = [r for r in runs if "error" not in r]
+    for r in ok:
+        r["deadline_s"] = answer_deadline_s(row.path.rtt_ms, r.get("ss_end_s"))
+        r["on_time"] = on_time(r["answered"], r.get("answer_s"), r["deadline_s"])
     path = row.path
     lab = m["lab"]["fwd"]
+    paired = [v for v in vs if "error" not in v]
     s = {
         "id": row.id,
         "cc": row.cc,
@@ -404,18 +508,23 @@ def summarise_row(m: dict) -> tuple[dict, list[dict]]:
         "jitter": f"{path.jitter_dist} {path.jitter_ms:g} ms" if path.jitter_ms else "",
         "cross": (f"{path.cross_mbps:g}M {path.cross_on_ms:g}/{path.cross_off_ms:g} ms" if path.cross_mbps else ""),
         "bdp_bytes": path.bdp_bytes,
-        "full_mbps": full_mean,
+        "full_mbps": full_ref,
         # Every 20 s run of the row: the validate runs and the separate quick runs that fell
         # back (they ran the whole 20 s, and their figure is that run's). Three runs alone
-        # make a noisy yardstick where the 20 s figure itself is heavy-tailed (random loss:
-        # 30-68 Mbit/s on one row), and a row whose quick runs all fell back would otherwise
-        # compare six 20 s runs with three of the same.
+        # make a noisy yardstick where the 20 s figure itself is heavy-tailed, and a row
+        # whose quick runs all fell back would otherwise compare six 20 s runs with three.
         "full_cv_pct": cv_pct(fulls + [q["figure_mbps"] for q in qs if q.get("status") == "fallback"]),
-        # Every quick estimate of the row, paired and separate: each is its own connection.
+        # Every quick figure of the row, paired and separate: each is its own connection.
         "quick_cv_pct": cv_pct([r["figure_mbps"] for r in ok]),
+        "answered": sum(r["answered"] for r in ok),
         "converged": sum(r["status"] == "converged" for r in ok),
         "estimates": len(ok),
         "fallbacks": sum(r["status"] == "fallback" for r in ok),
+        "on_time": sum(r["on_time"] for r in ok),
+        "covered": sum(v["covered"] is True for v in paired),
+        "paired": len(paired),
+        "answer_s": statistics.median([or_inf(r.get("answer_s")) for r in ok]) if ok else None,
+        "halfwidth_pct": statistics.median([or_inf(r["halfwidth_pct"]) for r in ok]) if ok else None,
         "errors": ";".join(f"{r['kind']}:{r['error']}" for r in runs if "error" in r),
         "prober_build": m["build"],
         "drops_queue": lab["drop_queue_packets"],
@@ -433,13 +542,11 @@ def summarise_row(m: dict) -> tuple[dict, list[dict]]:
         s["quick_cv_pct"] / s["full_cv_pct"] if s["quick_cv_pct"] is not None and s["full_cv_pct"] else None
     )
     for kind in ("validate", "quick"):
-        errs = [abs(r["error_pct"]) for r in ok if r["kind"] == kind and r.get("error_pct") is not None]
+        errs = [abs_err(r) for r in ok if r["kind"] == kind]
         s[f"{kind}_max_abs_err"] = max(errs) if errs else None
     for key in ("time_saved_pct", "traffic_saved_pct"):
         xs = [q[key] for q in qs if q.get(key) is not None]
         s[key] = statistics.median(xs) if xs else None
-    conv_q = [q["time_saved_pct"] for q in qs if q.get("status") != "fallback" and q.get("time_saved_pct") is not None]
-    s["min_time_saved_not_fallback"] = min(conv_q) if conv_q else None
     afters = [v["full_after_ss_mbps"] for v in vs if v.get("full_after_ss_mbps")]
     s["full_after_ss_mbps"] = statistics.mean(afters) if afters else None
     mss = next((r["mss"] for r in ok if r.get("mss")), None) or path.mtu - 52
@@ -463,12 +570,27 @@ def fmt(x, nd=1):
 
 
 def percentile(xs, p):
+    """Linear interpolation between order statistics; an infinite value (a run with no
+    estimate) stays infinite instead of making NaN."""
     xs = sorted(xs)
     if not xs:
         return None
     k = (len(xs) - 1) * p / 100
     lo, hi = math.floor(k), math.ceil(k)
+    if xs[lo] == xs[hi]:
+        return xs[lo]
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def share_pct(flags) -> float | None:
+    """Share of true flags in %, None for none."""
+    flags = list(flags)
+    return 100.0 * sum(bool(f) for f in flags) / len(flags) if flags else None
 
 
 def _rms(xs):
@@ -477,20 +599,42 @@ def _rms(xs):
 
 
 def cc_summary(rows: list[dict], runs: list[dict], cc: str) -> dict | None:
-    """Per-cc figures over the whole matrix (the issue's targets are per cc)."""
+    """Per-cc figures over every run of the matrix (the targets are per cc)."""
     rr = [r for r in rows if r["cc"] == cc]
-    ok = [r for r in runs if r["cc"] == cc and "error" not in r]
+    mine = [r for r in runs if r["cc"] == cc]
+    ok = [r for r in mine if "error" not in r]
     if not ok:
         return None
-    out = {"cc": cc, "rows": len(rr)}
-    for kind in ("validate", "quick"):
-        errs = [abs(r["error_pct"]) for r in ok if r["kind"] == kind and r.get("error_pct") is not None]
+    big = {r["id"] for r in rr if r["bdp_bytes"] >= BIG_BDP}
+    paired = [r for r in ok if r["kind"] == "validate"]
+    separate = [r for r in ok if r["kind"] == "quick"]
+    out = {"cc": cc, "rows": len(rr), "runs": len(ok), "errors": len(mine) - len(ok)}
+    for status in ("converged", "deadline", "nociq", "fallback"):
+        out[status] = sum(r["status"] == status for r in ok)
+    out["answered"] = sum(r["answered"] for r in ok)
+    answer_s = [or_inf(r.get("answer_s")) for r in ok]
+    out["answer_s"] = {"median": median(answer_s), "p95": percentile(answer_s, 95)}
+    out["on_time"] = share_pct(r["on_time"] for r in ok)
+    for key in ("time_saved_pct", "traffic_saved_pct"):
+        out[key] = median(r[key] for r in ok)
+        out[key + "_big"] = median(r[key] for r in ok if r["row"] in big)
+    out["runs_big"] = sum(r["row"] in big for r in ok)
+    hw = [or_inf(r["halfwidth_pct"]) for r in ok]
+    out["halfwidth"] = {"median": median(hw), "p90": percentile(hw, 90)}
+    cov = [r["covered"] for r in paired if r["covered"] is not None]
+    out["coverage"], out["coverage_n"] = share_pct(cov), len(cov)
+    inside = [r["covered"] for r in separate if r["covered"] is not None]
+    out["separate_inside"], out["separate_inside_n"] = share_pct(inside), len(inside)
+    for kind, rs in (("validate", paired), ("quick", separate)):
+        errs = [abs_err(r) for r in rs]
         out[kind] = {
             "n": len(errs),
-            "median": statistics.median(errs) if errs else None,
+            "median": median(errs),
             "p90": percentile(errs, 90),
             "p95": percentile(errs, 95),
+            "within_5": share_pct(r["within_5"] for r in rs),
         }
+    out["bound_by"] = collections.Counter(r.get("bound_by") or "not reported" for r in ok if r["answered"])
     # Pooled spread: root-mean-square over the rows of each row's spread.
     out["quick_cv"] = _rms([r["quick_cv_pct"] for r in rr])
     out["full_cv"] = _rms([r["full_cv_pct"] for r in rr])
@@ -498,99 +642,99 @@ def cc_summary(rows: list[dict], runs: list[dict], cc: str) -> dict | None:
     ratios = [r["spread_ratio"] for r in rr if r["spread_ratio"] is not None]
     out["rows_spread_ok"] = sum(x <= TARGETS["spread_ratio"] for x in ratios)
     out["rows_spread_n"] = len(ratios)
-    out["converged"] = sum(r["status"] == "converged" for r in ok)
-    out["nociq"] = sum(r["status"] == "nociq" for r in ok)
-    out["estimates"] = len(ok)
-    cov = [r["covered"] for r in ok if r.get("covered") is not None]
-    cov_p = [r["covered"] for r in ok if r.get("covered") is not None and r["kind"] == "validate"]
-    out["coverage"] = 100.0 * sum(cov) / len(cov) if cov else None
-    out["coverage_paired"] = 100.0 * sum(cov_p) / len(cov_p) if cov_p else None
-    out["coverage_n"] = len(cov)
-    big = [r for r in rr if r["bdp_bytes"] >= BIG_BDP]
-    for key in ("time_saved_pct", "traffic_saved_pct"):
-        xs = [r[key] for r in big if r[key] is not None]
-        out[key] = statistics.median(xs) if xs else None
     return out
+
+
+def _at_least(x, target):
+    return None if x is None else x >= target
 
 
 def verdict_cc(c: dict) -> dict:
-    v = c["validate"]
+    """Each target met (True), missed (False) or not measurable here (None)."""
+    v, hw = c["validate"], c["halfwidth"]
     return {
-        "error": v["median"] is not None
-        and v["median"] <= TARGETS["median_abs_err"]
-        and v["p95"] <= TARGETS["p95_abs_err"],
+        "deadline": _at_least(c["on_time"], TARGETS["on_time"]),
+        "time_saved_all": _at_least(c["time_saved_pct"], TARGETS["time_saved_all"]),
+        "time_saved_big": _at_least(c["time_saved_pct_big"], TARGETS["time_saved_big"]),
+        "traffic_saved_all": _at_least(c["traffic_saved_pct"], TARGETS["time_saved_all"]),
+        "traffic_saved_big": _at_least(c["traffic_saved_pct_big"], TARGETS["time_saved_big"]),
+        "halfwidth": hw["median"] <= TARGETS["halfwidth_median"] and hw["p90"] <= TARGETS["halfwidth_p90"],
+        "coverage": _at_least(c["coverage"], TARGETS["coverage"]),
+        "error": None
+        if v["median"] is None
+        else v["median"] <= TARGETS["median_abs_err"] and v["p95"] <= TARGETS["p95_abs_err"],
         "spread": None if c["spread_ratio"] is None else c["spread_ratio"] <= TARGETS["spread_ratio"],
-        "coverage": None if c["coverage"] is None else c["coverage"] >= TARGETS["coverage"],
     }
 
 
-def savings(rows: list[dict]) -> dict:
-    big = [r for r in rows if r["bdp_bytes"] >= BIG_BDP and r["time_saved_pct"] is not None]
-    out = {"n": len(big)}
-    for key in ("time_saved_pct", "traffic_saved_pct"):
-        xs = [r[key] for r in big if r[key] is not None]
-        out[key] = (statistics.median(xs), min(xs)) if xs else (None, None)
-    low = [
-        r
-        for r in rows
-        if r["min_time_saved_not_fallback"] is not None
-        and r["min_time_saved_not_fallback"] < TARGETS["row_time_saved_min"]
-    ]
-    out["below_70"] = [r["id"] for r in low]
-    return out
-
-
-def _mark(ok: bool | None, na: str = "no error bars") -> str:
+def _mark(ok: bool | None, na: str = "none measured") -> str:
     return f"n/a ({na})" if ok is None else "met" if ok else "**MISSED**"
 
 
+BOUND_BY = ("statistics", "levels", "sawtooth", "random_loss", "bbr_cycle", "capacity", "short")
+
+
 def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:
-    lines, verdict = [], {}
-    lines += [
+    cs = [c for c in (cc_summary(rows, runs, cc) for cc in CCS) if c is not None]
+    verdict = {c["cc"]: verdict_cc(c) for c in cs}
+    lines = [
+        "Time to answer and what it saved:",
+        "",
         (
-            "| cc | rows | paired median / p90 / p95 \\|err\\| % | separate median / p90 / p95 \\|err\\| % "
-            "| spread quick / 20 s % (ratio) | rows spread <= 1.5x | converged | coverage % (paired) "
-            "| time / traffic saved % (BDP >= 1 MB) | target |"
+            "| cc | rows | runs | answered (converged / at deadline / fell back) "
+            "| time to answer median / p95 s | by deadline % | time saved % all / BDP >= 1 MB "
+            "| traffic saved % all / BDP >= 1 MB | target |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for cc in CCS:
-        c = cc_summary(rows, runs, cc)
-        if c is None:
-            continue
-        ok = verdict_cc(c)
-        verdict[cc] = ok
-        v, q = c["validate"], c["quick"]
-        conv = f"{c['converged']}/{c['estimates']}" + (f" ({c['nociq']} no CI)" if c["nociq"] else "")
+    for c in cs:
+        ok = verdict[c["cc"]]
+        nociq = f", {c['nociq']} without an interval" if c["nociq"] else ""
+        errors = f" ({c['errors']} prober errors)" if c["errors"] else ""
         lines.append(
-            f"| {cc} | {c['rows']} | {fmt(v['median'])} / {fmt(v['p90'])} / {fmt(v['p95'])} "
-            f"| {fmt(q['median'])} / {fmt(q['p90'])} / {fmt(q['p95'])} "
-            f"| {fmt(c['quick_cv'])} / {fmt(c['full_cv'])} ({fmt(c['spread_ratio'], 2)}) "
-            f"| {c['rows_spread_ok']}/{c['rows_spread_n']} | {conv} "
-            f"| {fmt(c['coverage'])} ({fmt(c['coverage_paired'])}) of {c['coverage_n']} "
-            f"| {fmt(c['time_saved_pct'])} / {fmt(c['traffic_saved_pct'])} "
-            f"| error {_mark(ok['error'])}, spread {_mark(ok['spread'], 'no row with two runs')}, "
-            f"coverage {_mark(ok['coverage'])} |"
+            f"| {c['cc']} | {c['rows']} | {c['runs']}{errors} "
+            f"| {c['answered']}/{c['runs']} ({c['converged']} / {c['deadline']} / {c['fallback']}{nociq}) "
+            f"| {fmt(c['answer_s']['median'])} / {fmt(c['answer_s']['p95'])} | {fmt(c['on_time'])} "
+            f"| {fmt(c['time_saved_pct'])} / {fmt(c['time_saved_pct_big'])} "
+            f"| {fmt(c['traffic_saved_pct'])} / {fmt(c['traffic_saved_pct_big'])} "
+            f"| deadline {_mark(ok['deadline'])}, time saved {_mark(ok['time_saved_all'])} / "
+            f"{_mark(ok['time_saved_big'], 'no row with BDP >= 1 MB')}, traffic saved "
+            f"{_mark(ok['traffic_saved_all'])} / {_mark(ok['traffic_saved_big'], 'no row with BDP >= 1 MB')} |"
         )
-    sv = savings(rows)
-    tm, tmin = sv["time_saved_pct"]
-    bm, bmin = sv["traffic_saved_pct"]
-    verdict["time_saved"] = tm is not None and tm >= TARGETS["time_saved"]
-    verdict["traffic_saved"] = bm is not None and bm >= TARGETS["traffic_saved"]
-    verdict["no_row_below_70"] = not sv["below_70"]
     lines += [
         "",
-        (f"Rows with BDP >= 1 MB ({sv['n']}), separate quick runs (row median, then median over rows):"),
+        "The answers against the 20 s figure:",
         "",
-        "| measure | median | min row | target |",
-        "|---|---|---|---|",
-        f"| time saved % | {fmt(tm)} | {fmt(tmin)} | >= 85: {_mark(verdict['time_saved'])} |",
-        f"| traffic saved % | {fmt(bm)} | {fmt(bmin)} | >= 85: {_mark(verdict['traffic_saved'])} |",
-        "",
-        "Quick runs that did not fall back and saved < 70 % of the time (any row): "
-        + (", ".join(sv["below_70"]) if sv["below_70"] else "none")
-        + ".",
+        (
+            "| cc | half-width median / p90 % | coverage % (paired) | separate: row's 20 s inside % "
+            "| paired median / p95 \\|err\\| % | separate median / p95 \\|err\\| % "
+            "| within +/- 5 % paired / separate | spread quick / 20 s % (ratio) | target |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    for c in cs:
+        ok = verdict[c["cc"]]
+        v, q, hw = c["validate"], c["quick"], c["halfwidth"]
+        lines.append(
+            f"| {c['cc']} | {fmt(hw['median'])} / {fmt(hw['p90'])} "
+            f"| {fmt(c['coverage'])} of {c['coverage_n']} | {fmt(c['separate_inside'])} of {c['separate_inside_n']} "
+            f"| {fmt(v['median'])} / {fmt(v['p95'])} | {fmt(q['median'])} / {fmt(q['p95'])} "
+            f"| {fmt(v['within_5'])} / {fmt(q['within_5'])} "
+            f"| {fmt(c['quick_cv'])} / {fmt(c['full_cv'])} ({fmt(c['spread_ratio'], 2)}) "
+            f"| half-width {_mark(ok['halfwidth'])}, coverage {_mark(ok['coverage'])}, "
+            f"error {_mark(ok['error'])}, spread {_mark(ok['spread'], 'no row with two runs')} |"
+        )
+    seen = sorted({k for c in cs for k in c["bound_by"]} - set(BOUND_BY))
+    cols = [*BOUND_BY, *seen]
+    lines += [
+        "",
+        "What bounded the intervals of the answered runs (`quick_bound_by`: the evidence that set the wider side):",
+        "",
+        "| cc | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for c in cs:
+        lines.append(f"| {c['cc']} | " + " | ".join(str(c["bound_by"].get(k, 0)) for k in cols) + " |")
     return lines, verdict
 
 
@@ -603,35 +747,50 @@ ROW_COLUMNS = [
     ("loss", "loss"),
     ("jitter", "jitter"),
     ("cross", "cross"),
-    ("full_mbps", "20 s Mb/s"),
+    ("full_mbps", "20 s Mb/s (median)"),
     ("full_after_ss_mbps", "20 s after ss"),
+    ("answered", "answered"),
+    ("answer_s", "time to answer s (median)"),
+    ("on_time", "by deadline"),
+    ("halfwidth_pct", "half-width % (median)"),
+    ("covered", "paired covered"),
     ("validate_max_abs_err", "paired max \\|err\\| %"),
     ("quick_max_abs_err", "separate max \\|err\\| %"),
     ("quick_cv_pct", "quick spread %"),
     ("full_cv_pct", "20 s spread %"),
     ("spread_ratio", "ratio"),
-    ("converged", "converged"),
     ("time_saved_pct", "time saved %"),
     ("traffic_saved_pct", "traffic saved %"),
     ("drops_queue", "queue drops"),
     ("extra_delay_sd_ms", "applied jitter sd ms"),
 ]
+# Counts shown as "count/out of" in the per-row table.
+ROW_FRACTIONS = {"answered": "estimates", "on_time": "estimates", "covered": "paired"}
 RUN_COLUMNS = [
     "row",
     "cc",
     "kind",
     "run",
     "status",
+    "answered",
     "figure_mbps",
     "estimate_mbps",
+    "lo_mbps",
+    "hi_mbps",
     "ci_pct",
+    "halfwidth_pct",
+    "bound_by",
     "window_s",
     "full_mbps",
     "error_pct",
+    "within_5",
     "covered",
     "held_by",
     "rule",
     "ss_end_s",
+    "answer_s",
+    "deadline_s",
+    "on_time",
     "elapsed_s",
     "quick_elapsed_s",
     "bytes_sent",
@@ -639,6 +798,7 @@ RUN_COLUMNS = [
     "time_saved_pct",
     "traffic_saved_pct",
     "full_after_ss_mbps",
+    "bound_text",
     "error",
 ]
 
@@ -667,6 +827,79 @@ def write_csv(runs: list[dict], rows: list[dict], out: Path) -> None:
             )
 
 
+def _row_cell(r: dict, k: str) -> str:
+    if k in ROW_FRACTIONS:
+        return f"{r[k]}/{r[ROW_FRACTIONS[k]]}"
+    if k == "loss":
+        return f"{r[k]:g}"
+    return fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms", "queue_bdp") else 1)
+
+
+# One line per figure: how it is computed (the report's header).
+HOW = [
+    (
+        "- **runs**: every `validate -t 20` run (**paired**: what quick mode said on the same "
+        "connection as the 20 s figure) and every separate `quick` run (**separate**: what a "
+        "user gets, against the median of the row's validate 20 s figures); a prober error is "
+        "listed under the rows and not counted."
+    ),
+    (
+        "- **answered**: `quick_answered` (older runs: `quick_converged`); converged / answered at "
+        "the deadline / fell back (the full run was the result: `--until-converged`, or quick mode "
+        "was not entered). A run that did not answer is a miss for the deadline and coverage and "
+        "saves 0 %; nothing counts as exact."
+    ),
+    (
+        "- **time to answer**: a quick run's `elapsed_s`, a validate run's `quick_elapsed_s` (both "
+        "from the first byte written); a run that did not answer: its full run's `elapsed_s`."
+    ),
+    (
+        "- **by deadline**: share of runs that answered within 5 s on rows with RTT <= 100 ms, "
+        "else within their own `slow_start_end_s` + 4 s (target >= 95 %)."
+    ),
+    (
+        "- **time / traffic saved**: 1 - time to answer (bytes sent by then) / the 20 s run's "
+        "(paired: its own; separate: the mean of the row's validate runs), 0 % for a run that did "
+        "not answer; median over all runs (target >= 80 %) and over the runs on rows with BDP >= "
+        "1 MB (target >= 85 %)."
+    ),
+    (
+        "- **half-width**: 100 x max(hi - q, q - lo) / q of the 95 % interval [`quick_lo_bps`, "
+        "`quick_hi_bps`] (older runs: `quick_bps` +/- `quick_ci_pct`), median and p90 over all "
+        "runs (targets <= 5 %, <= 15 %); a run that did not answer counts with the interval it had "
+        "when it gave up, one with no interval as inf."
+    ),
+    (
+        "- **coverage (paired)**: share of validate runs whose own 20 s `full_bps` lies inside "
+        "their own quick answer's [lo, hi]; a run that did not answer is a miss (target >= 90 %)."
+    ),
+    (
+        "- **separate: row's 20 s inside**: share of separate quick runs whose [lo, hi] holds the "
+        "median of the row's validate `full_bps` (reported, no target: another connection)."
+    ),
+    (
+        "- **\\|err\\|**: 100 x \\|`quick_bps` - 20 s\\| / 20 s (paired: the same connection's; "
+        "separate: the row's median), median and p95 (targets paired median <= 3 %, p95 <= 10 %); "
+        "a run that did not answer counts with its estimate at give-up, one with none as inf."
+    ),
+    "- **within +/- 5 %**: share of runs that answered with \\|err\\| <= 5 %.",
+    (
+        "- **bound by**: counts of `quick_bound_by` over the answered runs: which evidence set the "
+        "wider side of the interval (`not reported`: a prober before issue 24)."
+    ),
+    (
+        "- **spread**: run-to-run std-dev in % of the mean, of the row's quick figures (paired and "
+        "separate: each its own connection) and of its 20 s runs (the validate runs and the "
+        "separate runs that fell back to a whole 20 s run); per cc the root-mean-square over its "
+        "rows, and their ratio (target <= 1.5)."
+    ),
+    (
+        "- **20 s after ss**: the 20 s runs' own rate from their slow-start end to their end: the "
+        "steady state that the 20 s figure dilutes with slow-start."
+    ),
+]
+
+
 def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> dict:
     write_csv(runs, rows, out)
     lines = [
@@ -677,33 +910,11 @@ def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> d
             f"({len(rows)} rows, {meta['runs']} validate + {meta['runs']} quick runs each; kernel "
             f"{meta['kernel']}; full runs of {meta['seconds']} s). Each row had its own freshly "
             "created lab (prober/lab: userspace delay line between two network namespaces, MTU "
-            "9000, 1500 on dial-up) and a real `iperf3 -s` (or `iperf -s`)."
+            "9000, 1500 on dial-up) and a real `iperf3 -s` (or `iperf -s`). Every figure is per "
+            "congestion control over every run:"
         ),
         "",
-        ("- **paired**: a `validate` run: the quick estimate and the 20 s result of the same connection."),
-        "- **separate**: a separate `quick` run's figure vs the mean of the row's 20 s runs.",
-        (
-            "- A quick estimate that did not converge counts with the full run it fell back to "
-            "(paired: error 0, nothing saved)."
-        ),
-        (
-            "- **spread**: run-to-run std-dev in % of the mean, of the row's quick figures (paired and "
-            "separate: each its own connection) and of its 20 s runs (the validate runs and the "
-            "separate quick runs that fell back to a whole 20 s run); per cc the root-mean-square "
-            "over its rows, and their ratio (target <= 1.5)."
-        ),
-        (
-            "- **coverage**: converged estimates whose 20 s rate (paired: the same connection's; "
-            "separate: the row's mean) lies inside `quick_bps` +/- `quick_ci_pct`."
-        ),
-        (
-            "- **time / traffic saved**: 1 - a separate quick run's elapsed time (bytes sent) / the "
-            "row's 20 s runs'; row median."
-        ),
-        (
-            "- **20 s after ss**: the 20 s runs' own rate from their slow-start end to their end: the "
-            "steady state that the 20 s figure dilutes with slow-start."
-        ),
+        *HOW,
         "",
         "## Summary",
         "",
@@ -728,27 +939,21 @@ def write_report(rows: list[dict], runs: list[dict], meta: dict, out: Path) -> d
         "|" + "---|" * len(ROW_COLUMNS),
     ]
     for r in rows:
-        cells = [
-            f"{r['converged']}/{r['estimates']}"
-            if k == "converged"
-            else f"{r[k]:g}"
-            if k == "loss"
-            else fmt(r[k], 2 if k in ("spread_ratio", "extra_delay_sd_ms", "queue_bdp") else 1)
-            for k, _ in ROW_COLUMNS
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(_row_cell(r, k) for k, _ in ROW_COLUMNS) + " |")
     errs = [r for r in rows if r["errors"]]
     if errs:
         lines += ["", "Prober errors: " + "; ".join(f"{r['id']}: {r['errors']}" for r in errs)]
     lines += ["", "## Where quick mode missed", ""]
-    lines += meta.get("misses") or ["No run had |error| > 10 % and every quick estimate converged."]
+    lines += meta.get("misses") or [
+        "Every run answered, within 10 % of its 20 s figure and with that figure inside its interval."
+    ]
     lines += [
         "",
         "## Figures",
         "",
         (
-            "- `fig7-quick-vs-20s.png`: every quick figure vs its 20 s reference, with the "
-            "estimate's +/- `quick_ci_pct` and the 20 s runs' min-max (the paper's Figure 7)."
+            "- `fig7-quick-vs-20s.png`: every quick answer vs its 20 s reference, with its 95 % "
+            "interval [lo, hi] as an error bar and the 20 s runs' min-max (the paper's Figure 7)."
         ),
         *[
             f"- `{p}`: cwnd, InstBW and CumuBW vs time of a `validate` run (the paper's Figures 8-10)."
@@ -785,40 +990,59 @@ def series_excerpt(events: list[dict], t0: float | None, t1: float | None, max_l
     return lines
 
 
+def is_miss(x: dict) -> bool:
+    """A run worth a look: it did not answer, or is off by > 10 %, or its interval missed."""
+    return not x["answered"] or abs_err(x) > MISS_ERR_PCT or x.get("covered") is False
+
+
+def _interval_words(x: dict) -> str:
+    if x.get("lo_mbps") is None:
+        return "no interval"
+    by = f", bounded by {x['bound_by']}" if x.get("bound_by") else ""
+    return f"95 %: {fmt(x['lo_mbps'])}-{fmt(x['hi_mbps'])}{by}"
+
+
 def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) -> list[str]:
-    """For every row with a run off by > 10 % or not converged: the worst run and its series."""
+    """For every row with a run that missed (is_miss): the worst run and its series."""
     out = []
     for m, r in zip(measured, rows):
         mine = [x for x in runs if x["row"] == r["id"] and "error" not in x]
-        bad = [
-            x
-            for x in mine
-            if (x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT) or x["status"] == "fallback"
-        ]
+        bad = [x for x in mine if is_miss(x)]
         if not bad:
             continue
-        worst = max(bad, key=lambda x: abs(x.get("error_pct") or 0) if x["status"] != "fallback" else -1)
+        # worst: the farthest estimate; no estimate at all is the farthest
+        worst = max(bad, key=abs_err)
         row: Row = m["row"]
         events = m[worst["kind"]][worst["run"]]
-        nfb = sum(x["status"] == "fallback" for x in mine)
-        held = collections.Counter(x.get("held_by") or "not entered" for x in mine if x["status"] == "fallback")
+        nfb = sum(not x["answered"] for x in mine)
+        held = collections.Counter(
+            x.get("held_by") or ("not reported" if x.get("estimate_mbps") else "not entered")
+            for x in mine
+            if not x["answered"]
+        )
         held_s = " (held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()) + ")" if held else ""
-        off = [x for x in mine if x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT]
+        off = sum(x.get("error_pct") is not None and abs(x["error_pct"]) > MISS_ERR_PCT for x in mine)
+        outside = sum(x["answered"] and x.get("covered") is False for x in mine)
+        answered = sum(x["answered"] for x in mine)
+        text = f' "{worst["bound_text"]}"' if worst.get("bound_text") else ""
         out += [
-            f"### {row.id}: {len(off)} of {len(mine)} estimates off by > 10 %, {nfb} fell back{held_s}",
+            (
+                f"### {row.id}: {off} of {len(mine)} estimates off by > 10 %, {outside} of {answered} "
+                f"intervals missed the 20 s figure, {nfb} did not answer{held_s}"
+            ),
             "",
             f"Path {row.path.description}; queue drops {r['drops_queue']}, random drops "
             f"{r['drops_loss']}. 20 s runs {fmt(r['full_mbps'])} Mbit/s (after their slow-start "
             f"{fmt(r['full_after_ss_mbps'])}). Errors of the row's estimates (paired, then "
             "separate): "
-            + ", ".join(f"{fmt(x.get('error_pct'))}{'*' if x['status'] == 'fallback' else ''}" for x in mine)
-            + " % (* fell back).",
+            + ", ".join(f"{fmt(x.get('error_pct'))}{'' if x['answered'] else '*'}" for x in mine)
+            + " % (* did not answer: its estimate at give-up).",
             "",
             (
                 f"Worst: {worst['kind']} run {worst['run']}: estimate {fmt(worst.get('estimate_mbps'))} "
-                f"+/- {fmt(worst.get('ci_pct'))} % over {fmt(worst.get('window_s'), 2)} s, "
-                f"{worst['status']}{' (held open by: ' + worst['held_by'] + ')' if worst.get('held_by') else ''}, "
-                f"rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s. "
+                f"({_interval_words(worst)}) over {fmt(worst.get('window_s'), 2)} s, {worst['status']}"
+                f"{' (held open by: ' + worst['held_by'] + ')' if worst.get('held_by') else ''}, "
+                f"rule {worst.get('rule')} at {fmt(worst.get('ss_end_s'), 2)} s.{text} "
                 "Series (stream 1) from 0.5 s before slow-start end to 0.5 s after the window:"
             ),
             "",
@@ -835,6 +1059,22 @@ def describe_misses(measured: list[dict], rows: list[dict], runs: list[dict]) ->
 # ---------------------------------------------------------------- figures
 
 
+def fig7_point(r: dict, row_full_mbps: float | None, fulls: list[float]) -> dict | None:
+    """One run's point on Figure 7: x its 20 s reference (paired: its own connection's;
+    separate: the row's median, with the row's 20 s min-max as an x bar), y its estimate with
+    its asymmetric interval as a y bar; a run with no estimate is drawn at its full run's
+    figure. None when it has nothing to draw."""
+    x = r.get("full_mbps") if r["kind"] == "validate" else row_full_mbps
+    y = r.get("estimate_mbps") or r.get("figure_mbps")
+    if "error" in r or not x or not y:
+        return None
+    yerr = None
+    if r.get("estimate_mbps") and r.get("lo_mbps") is not None:
+        yerr = (y - r["lo_mbps"], r["hi_mbps"] - y)
+    xerr = (x - min(fulls), max(fulls) - x) if r["kind"] == "quick" and fulls else None
+    return {"x": x, "y": y, "xerr": xerr, "yerr": yerr, "filled": bool(r["answered"])}
+
+
 def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
     import matplotlib
 
@@ -846,31 +1086,25 @@ def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
     by_id = {r["id"]: r for r in rows}
     vals = []
     for r in runs:
-        if "error" in r or not r.get("figure_mbps"):
-            continue
-        row = by_id[r["row"]]
-        x = r["full_mbps"] if r["kind"] == "validate" else row["full_mbps"]
-        if not x:
-            continue
-        y = r["figure_mbps"]
         fulls = [v["full_mbps"] for v in runs if v["row"] == r["row"] and v.get("full_mbps")]
-        xerr = [[x - min(fulls)], [max(fulls) - x]] if r["kind"] == "quick" and fulls else None
-        yerr = y * r["ci_pct"] / 100 if r["status"] == "converged" and r.get("ci_pct") else None
+        pt = fig7_point(r, by_id[r["row"]]["full_mbps"], fulls)
+        if pt is None:
+            continue
         c = colours.get(r["cc"], "k")
         ax.errorbar(
-            x,
-            y,
-            xerr=xerr,
-            yerr=yerr,
+            pt["x"],
+            pt["y"],
+            xerr=None if pt["xerr"] is None else [[pt["xerr"][0]], [pt["xerr"][1]]],
+            yerr=None if pt["yerr"] is None else [[pt["yerr"][0]], [pt["yerr"][1]]],
             fmt="o" if r["kind"] == "validate" else "s",
             ms=4,
             color=c,
-            mfc=c if r["status"] != "fallback" else "none",
+            mfc=c if pt["filled"] else "none",
             elinewidth=0.7,
             capsize=2,
             alpha=0.8,
         )
-        vals += [x, y]
+        vals += [pt["x"], pt["y"]]
     lo = min([1.0] + vals) * 0.7
     hi = max([10.0] + vals) * 1.4
     xs = [lo, hi]
@@ -881,14 +1115,14 @@ def plot_fig7(rows: list[dict], runs: list[dict], out: Path) -> None:
         ax.scatter([], [], c=c, label=cc)
     ax.scatter([], [], marker="o", c="grey", label="paired (validate)")
     ax.scatter([], [], marker="s", c="grey", label="separate quick run")
-    ax.scatter([], [], marker="o", facecolors="none", edgecolors="grey", label="fell back (full run)")
+    ax.scatter([], [], marker="o", facecolors="none", edgecolors="grey", label="did not answer (estimate at give-up)")
     ax.set(
         xscale="log",
         yscale="log",
         xlim=xs,
         ylim=xs,
         xlabel="20 s measurement (Mbit/s)",
-        ylabel="quick mode (Mbit/s), bar: +/- quick_ci_pct",
+        ylabel="quick answer (Mbit/s), bar: its 95 % interval [lo, hi]",
         title="Quick mode vs 20 s (emulated paths)",
     )
     ax.legend(loc="upper left", fontsize=8)
@@ -922,8 +1156,9 @@ def plot_trace(m: dict, out: Path) -> str:
         ax.axvline(e, color="r", ls="--", lw=0.8)
         ax.axvspan(e, end, color="r", alpha=0.08)
         label = f" slow-start end ({vv['rule']}); quick window"
-        if vv.get("quick_ci_pct") is not None:
-            label += f": {vv['quick_bps'] / 1e6:.1f} Mbit/s +/- {vv['quick_ci_pct']:.1f} %"
+        lo, hi = interval_of(vv)
+        if lo is not None:
+            label += f": {vv['quick_bps'] / 1e6:.1f} Mbit/s (95 %: {lo / 1e6:.1f}-{hi / 1e6:.1f})"
         ax.text(e, ax.get_ylim()[1] * 0.95, label, fontsize=7, color="r")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
@@ -1012,7 +1247,7 @@ def main(argv=None) -> int:
         print(
             f"[{i}/{len(matrix)} {time.monotonic() - t0:5.0f}s] {row.id:34s} 20 s "
             f"{fmt(s['full_mbps']):>7} Mbit/s  max |err| paired {fmt(s['validate_max_abs_err']):>5} % "
-            f"separate {fmt(s['quick_max_abs_err']):>5} %  converged {s['converged']}/{s['estimates']}  "
+            f"separate {fmt(s['quick_max_abs_err']):>5} %  answered {s['answered']}/{s['estimates']}  "
             f"spread {fmt(s['quick_cv_pct'])}/{fmt(s['full_cv_pct'])} %  time saved "
             f"{fmt(s['time_saved_pct'])} %  {s['errors']}",
             flush=True,
