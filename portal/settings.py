@@ -254,6 +254,8 @@ LOGOUT_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Dates as the pages write them, "Y-m-d H:i:s UTC", in the admin too (not "7:10 p.m.").
+FORMAT_MODULE_PATH = ["portal.formats"]
 USE_I18N = True
 USE_TZ = True
 
