@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from . import history, pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
-from .forms import MeasurementForm
+from .forms import MeasurementPageForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
 from .services import request_measurement
@@ -43,42 +43,20 @@ def sites(request):
 @require_http_methods(["GET", "POST"])
 def measure_new(request):
     if request.method == "POST":
-        form = MeasurementForm(request.POST)
+        form = MeasurementPageForm(request.POST)
         if form.is_valid():
             try:
                 measurement = request_measurement(form, request.user)
             except QuotaExceeded as over:
                 form.add_error(None, over.message)
-                response = render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=429)
+                response = render(request, "measure/new.html", {"form": form}, status=429)
                 response["Retry-After"] = str(over.retry_after_s)
                 return response
             return redirect(measurement.get_absolute_url())
     else:
-        form = MeasurementForm(initial=MeasurementForm.initial_from(request.GET))
+        form = MeasurementPageForm(initial=MeasurementPageForm.initial_from(request.GET))
     # A bound form here was refused: 400, with each message at its field.
-    return render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=400 if form.is_bound else 200)
-
-
-# The shared form speaks to API clients (slugs, field names); on the page the labels use
-# iperf's option letters, which is how network engineers know these knobs.
-_PAGE_LABELS = {
-    "site": ("Site", "Only registered, enabled sites can be tested."),
-    "vantage": ("Vantage", "The prober host the test runs from."),
-    "mode": ("Mode", None),
-    "duration_s": ("Duration (-t)", None),
-    "streams": ("Streams (-P)", None),
-    "window": ("Window (-w)", None),
-    "congestion": ("Congestion control (-C)", None),
-}
-
-
-def _dress_for_page(form):
-    for name, (label, help_text) in _PAGE_LABELS.items():
-        if name in form.fields:
-            form.fields[name].label = label
-            if help_text:
-                form.fields[name].help_text = help_text
-    return form
+    return render(request, "measure/new.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
 def _get_measurement(slug):

@@ -344,3 +344,14 @@ def test_pagecache_builds_when_the_other_build_vanishes(site, monkeypatch):
     monkeypatch.setattr(pagecache, "BUILD_WAIT_S", 0.2)
     cache.add(f"{pagecache.site_key(site, 'probe')}:building", 1, 60)  # its builder died and left the marker
     assert pagecache.for_site(site, "probe", lambda: "ours") == "ours"
+
+
+def test_permalink_test_again_carries_its_settings(client, site, vantage):
+    m = factories.make_done_measurement(
+        site=site, vantage=vantage, mode="full", duration_s=7, streams=4, window_bytes=262144, congestion="cubic"
+    )
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert (
+        '<a class="button secondary" id="test-again" href="/measure/new?site=loopback&amp;vantage=local&amp;mode=full'
+        '&amp;duration_s=7&amp;streams=4&amp;window=262144&amp;congestion=cubic">Test this site again</a>'
+    ) in html
