@@ -162,6 +162,34 @@ def test_progress_partial_htmx_returns_only_partial(client, measurement):
     assert json.loads(embedded) == samples
 
 
+@pytest.mark.parametrize(
+    "mode,why",
+    [
+        (
+            "quick",
+            "quick mode's estimate had not converged when its measuring window closed, so the test goes on for its "
+            "whole duration and that run's average is the result",
+        ),
+        ("validate", "validate runs the whole duration, to compare quick mode's answer with it"),
+        ("full", "a full run was asked for"),
+    ],
+)
+def test_progress_full_run_says_why_and_when_it_ends(client, measurement, mode, why):
+    measurement.status, measurement.mode = "running", mode
+    measurement.save()  # duration_s 10
+    progress.write(measurement.pk, "full", 6.5, [])
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert (
+        f'<p id="phase-why"><strong>Full run:</strong> {why}; ends at about 10 s (about 4 s from now).</p>'
+    ) in html.replace("&#x27;", "'")
+
+
+def test_progress_before_the_full_run_says_nothing_of_it(client, measurement):
+    progress.write(measurement.pk, "measuring", 1.5, [])
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="phase-why"' not in html
+
+
 def test_progress_partial_queued_without_worker_state(client, measurement):
     html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
     assert '<li class="current" data-phase="queued">Queued</li>' in html
