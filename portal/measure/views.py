@@ -16,7 +16,7 @@ from .forms import MeasurementPageForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
 from .services import request_measurement
-from .trace import trace_csv_rows
+from .trace import quick_window, trace_csv_rows
 from .vocab import Phase, Status
 
 TABLE_PAGE_SIZE = 25
@@ -98,7 +98,8 @@ def _chart_trace(m):
     trace = MeasurementTrace.objects.filter(measurement=m).first()
     if trace is None:
         return None
-    data = thin_trace(trace.to_dict())
+    # The charts shade the window quick mode measured (trace.quick_window).
+    data = dict(thin_trace(trace.to_dict()), quick_window=quick_window(m))
     return {
         "json": json_script(data, "trace-data"),
         "streams": len(data.get("streams") or []),

@@ -49,7 +49,8 @@ def test_permalink_done_shows_results(client, done_measurement):
     # Finished: no polling element, the trace is embedded for the charts.
     assert "hx-trigger" not in html
     trace = json.loads(html.split('<script id="trace-data" type="application/json">')[1].split("</script>")[0])
-    assert trace == factories.sample_trace_dict()
+    # ...with the quick window the charts shade (none here: the sample did not say it converged).
+    assert trace == dict(factories.sample_trace_dict(), quick_window=None)
     assert f'href="/m/{done_measurement.slug}/trace.csv"' in html
     assert f'href="/m/{done_measurement.slug}/trace.json"' in html
 
@@ -383,3 +384,20 @@ def test_permalink_test_again_carries_its_settings(client, site, vantage):
         '<a class="button secondary" id="test-again" href="/measure/new?site=loopback&amp;vantage=local&amp;mode=full'
         '&amp;duration_s=7&amp;streams=4&amp;window=262144&amp;congestion=cubic">Test this site again</a>'
     ) in html
+
+
+@pytest.mark.parametrize(
+    "fields,window",
+    [
+        ({"quick_converged": True, "quick_window_s": 1.2, "elapsed_s": 1.86}, [0.66, 1.86]),
+        ({"quick_converged": True, "quick_window_s": 3.0, "elapsed_s": 2.5}, [0.0, 2.5]),
+        ({"quick_converged": False, "quick_window_s": 5.0, "elapsed_s": 10.1}, None),  # went on to -t
+        ({"quick_converged": None, "quick_window_s": None, "elapsed_s": 1.86}, None),  # older prober
+        ({"mode": "validate", "quick_converged": True, "quick_window_s": 1.0, "elapsed_s": 10.0}, None),
+    ],
+)
+def test_quick_window_shaded_only_when_it_ended_the_test(site, vantage, fields, window):
+    from portal.measure.trace import quick_window
+
+    m = factories.make_done_measurement(site=site, vantage=vantage, **fields)
+    assert quick_window(m) == window
