@@ -94,6 +94,7 @@ def _analyses(site, vantage_id, mode):
         "matrix": matrix,
         "matrix_lines": [{"congestion": t["congestion"], "lines": t["lines"]} for t in matrix],
         "quick_vs_full": paths.quick_vs_full(site.pk, vantage_id),
+        "min_runs": paths.MIN_RUNS,
     }
 
 

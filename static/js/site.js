@@ -102,7 +102,7 @@
     });
   }
 
-  function windowCharts(tables) {
+  function windowCharts(tables, stat) {
     document.querySelectorAll("canvas.window-chart").forEach(function (canvas) {
       var table = tables[Number(canvas.dataset.index)];
       var datasets = table.lines.map(function (line, i) {
@@ -118,7 +118,8 @@
             // Windows are powers of two: label only those ticks (a log axis adds 2..9 x 10^n).
             x: { type: "logarithmic", title: { display: true, text: "window (-w)" },
                  ticks: { callback: function (v) { return Math.log2(v) % 1 === 0 ? QP.bytesTick(v) : ""; } } },
-            y: { beginAtZero: true, title: { display: true, text: "median bit/s" }, ticks: { callback: QP.bps } }
+            y: { beginAtZero: true, title: { display: true, text: stat + " throughput (bit/s)" },
+                 ticks: { callback: QP.bps } }
           },
           plugins: { tooltip: { callbacks: { label: function (c) {
             return c.dataset.label + ", " + QP.bytes(c.parsed.x) + ": " + QP.bps(c.parsed.y) + " (" + c.raw.n + " tests)";
@@ -128,11 +129,13 @@
     });
   }
 
-  function profileChart(profile) {
+  function profileChart(profile, minRuns) {
     var labels = [];
     for (var h = 0; h < 24; h++) labels.push((h < 10 ? "0" : "") + h + ":00");
+    // An hour with fewer than minRuns runs has no statistic to show (too few runs): a gap.
     var datasets = profile.settings.map(function (s, i) {
-      return { label: s.label, data: s.bps, borderColor: QP.palette[i], backgroundColor: QP.palette[i],
+      var data = s.bps.map(function (v, h) { return s.n[h] >= minRuns ? v : null; });
+      return { label: s.label, data: data, borderColor: QP.palette[i], backgroundColor: QP.palette[i],
                spanGaps: false, pointRadius: 3 };
     });
     new Chart(document.getElementById("chart-profile"), {
@@ -185,10 +188,11 @@
   document.addEventListener("DOMContentLoaded", function () {
     var data = QP.readJSON("history-data");
     if (data) throughputChart(data);
-    var tables = QP.readJSON("window-data");
-    if (tables) windowCharts(tables);
     var profile = QP.readJSON("profile-data");
-    if (profile && profile.settings.length) profileChart(profile);
+    var minRuns = QP.readJSON("min-runs") || 1;
+    var tables = QP.readJSON("window-data");
+    if (tables) windowCharts(tables, profile ? profile.stat : "median");
+    if (profile && profile.settings.length) profileChart(profile, minRuns);
     var fig7 = QP.readJSON("fig7-data");
     if (fig7 && document.getElementById("chart-fig7")) fig7Chart(fig7);
   });
