@@ -13,7 +13,7 @@ PYTEST_ARGS       ?=
 # e.g. "--csv-rows 0 --seconds 30" (scripts/bench_portal.py --help)
 BENCH_PORTAL_ARGS ?=
 
-.PHONY: all prober check-prober packages-run packages-test venv lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab clean
+.PHONY: all prober check-prober packages-run packages-test venv venv-test lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab clean
 
 all: prober
 
@@ -31,7 +31,9 @@ packages-run:
 packages-test:
 	scripts/debian_packages.sh test
 
-# The venv is rebuilt only when the requirements change.
+# The venv is rebuilt only when the requirements change. `venv` is what the product needs
+# (`make run`); `venv-test` adds the test, lint and benchmark tools (requirements-test.txt)
+# on top, so a `make run` machine does not carry Playwright, locust, matplotlib or ruff.
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
@@ -39,37 +41,42 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
+venv-test: $(VENV)/.installed-test
+$(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
 # Lint first: a lint error fails `make test` (and so CI) in seconds. Rules: pyproject.toml.
-lint: venv
+lint: venv-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-test: packages-test venv lint prober lab check-prober
+test: packages-test venv-test lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
 run: packages-run venv prober
 	$(PY) scripts/run.py
 
-bench-prober: venv prober
+bench-prober: venv-test prober
 	$(PY) prober/bench/bench_prober.py
 
-bench-quick: venv prober
+bench-quick: venv-test prober
 	$(MAKE) -C prober lab
 	$(PY) prober/bench/bench_quick.py $(if $(FULL),--full,) $(if $(RUNS),--runs $(RUNS),)
 
-bench-portal: venv
+bench-portal: venv-test
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_portal.py $(BENCH_PORTAL_ARGS)
 
 # Run it under `flock /work/bench.lock` on a shared machine.
-bench-sweep: venv prober
+bench-sweep: venv-test prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_sweep.py
 
 # 50 locust users for 5 minutes through nginx (needs Debian's nginx and iperf3); run it under
 # `flock /work/bench.lock` on a shared machine. Report: docs/bench-load.md.
-bench-load: venv prober
+bench-load: venv-test prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) scripts/bench_load.py
 

@@ -280,6 +280,8 @@ LOGOUT_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Dates as the pages write them, "Y-m-d H:i:s UTC", in the admin too (not "7:10 p.m.").
+FORMAT_MODULE_PATH = ["portal.formats"]
 USE_I18N = True
 USE_TZ = True
 
@@ -359,8 +361,11 @@ for _gone in ("SWEEP_INTERVAL_S", "SWEEP_MODE", "SWEEP_DURATION_S"):
             f"{_gone} is no longer read: define a sweep in the admin (Sweeps) or with "
             f"`manage.py sweep create NAME --every 1h`, and unset {_gone}"
         )
-# Where pages are served, for links printed outside a request (`manage.py sweep run`).
-PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
+# Where pages are served, for links printed outside a request (`manage.py sweep run`, alert
+# notices; inside a request, links take the request's host). The default follows PORT, the
+# port `make run` serves on, so a portal moved to PORT=8765 does not print links to :8000.
+_WEB_PORT = env_number("PORT", 8000, minimum=1)
+PORTAL_URL = env_str("PORTAL_URL", f"http://127.0.0.1:{_WEB_PORT}")
 # Per-user request limits (portal/measure/quotas.py); admins override them per user or group
 # in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
 QUOTA_TESTS_PER_HOUR = env_number("QUOTA_TESTS_PER_HOUR", 20, minimum=0) or None

@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from portal.measure.admin import with_units
+
 from .models import Alert, AlertRule, Delivery
 from .webhooks import redact
 
@@ -57,7 +59,7 @@ class DeliveryInline(admin.TabularInline):
 
 @admin.register(Alert)
 class AlertAdmin(admin.ModelAdmin):
-    list_display = ("rule", "site", "vantage", "series", "mode", "baseline_bps", "opened_at", "closed_at")
+    list_display = ("rule", "site", "vantage", "series", "mode", "baseline", "opened_at", "closed_at")
     list_filter = ("rule", "mode", ("closed_at", admin.EmptyFieldListFilter))
     list_select_related = ("rule", "site", "vantage")
     inlines = [DeliveryInline]
@@ -68,8 +70,8 @@ class AlertAdmin(admin.ModelAdmin):
         "vantage",
         "series",
         "mode",
-        "baseline_bps",
-        "threshold_bps",
+        "baseline",
+        "threshold",
         "opened_at",
         "opened_by",
         "opened_bps",
@@ -77,6 +79,11 @@ class AlertAdmin(admin.ModelAdmin):
         "closed_by",
         "closed_bps",
     )
+
+    # Rates in Mbit/s or Gbit/s like the pages, not the stored floats.
+    exclude = ("baseline_bps", "threshold_bps")
+    baseline = with_units("baseline_bps", "baseline")
+    threshold = with_units("threshold_bps", "threshold")
 
     def has_add_permission(self, request):
         return False

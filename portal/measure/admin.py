@@ -5,7 +5,38 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from .models import ApiToken, Measurement, Quota, Site, Vantage
+from .templatetags.units import format_bps, format_bytes, format_pct, format_seconds, format_us
 from .vocab import RESULT_FIELD_NAMES, UNFINISHED_STATUSES, FailureCode, Status
+
+
+def _with_bytes(value):
+    # Sizes keep their exact count beside the rounded one: the admin is where staff check them.
+    return "–" if value is None else f"{format_bytes(value)} ({value} B)"
+
+
+# The admin shows figures in the units the pages use, not the stored floats (25978974260.0):
+# a result field's unit is its name's suffix (prober/EVENTS.md's convention), or its prefix.
+UNIT_FORMATS = {"_bps": format_bps, "_bytes": _with_bytes, "_us": format_us, "_pct": format_pct, "_s": format_seconds}
+UNIT_PREFIXES = {"bytes_": _with_bytes, "server_bytes": _with_bytes}
+
+
+def unit_of(name):
+    return next((fmt for suffix, fmt in UNIT_FORMATS.items() if name.endswith(suffix)), None) or next(
+        (fmt for prefix, fmt in UNIT_PREFIXES.items() if name.startswith(prefix)), None
+    )
+
+
+def with_units(name, description=None):
+    """An admin display method showing field `name` in its unit, sorted by the stored value."""
+
+    @admin.display(description=description or name.replace("_", " "), ordering=name)
+    def shown(self, obj):
+        return unit_of(name)(getattr(obj, name))
+
+    return shown
+
+
+_UNIT_RESULT_FIELDS = tuple(name for name in RESULT_FIELD_NAMES if unit_of(name))
 
 
 @admin.register(Site)
@@ -31,8 +62,8 @@ class MeasurementAdmin(admin.ModelAdmin):
         "vantage",
         "mode",
         "status",
-        "quick_bps",
-        "cumulative_bps",
+        "quick_bps_shown",
+        "cumulative_bps_shown",
         "created_at",
         "requested_by",
     )
@@ -43,7 +74,17 @@ class MeasurementAdmin(admin.ModelAdmin):
     raw_id_fields = ("requested_by",)
     actions = ["cancel"]
     # Stored results come from the prober; editing them by hand would make them lie.
-    readonly_fields = ("slug", "created_at", "started_at", "finished_at", "heartbeat_at", "result", *RESULT_FIELD_NAMES)
+    # Figures with a unit are shown through their *_shown method (below) instead of raw.
+    readonly_fields = (
+        "slug",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "result",
+        *(f"{name}_shown" if name in _UNIT_RESULT_FIELDS else name for name in RESULT_FIELD_NAMES),
+    )
+    exclude = _UNIT_RESULT_FIELDS
 
     def has_add_permission(self, request):
         # A row made here would never reach a worker: every measurement is created by the one
@@ -81,6 +122,10 @@ class MeasurementAdmin(admin.ModelAdmin):
             failure_reason=f"cancelled by {request.user.get_username()}",
         )
         self.message_user(request, f"{count} measurement(s) cancelled.", messages.SUCCESS)
+
+
+for _name in _UNIT_RESULT_FIELDS:
+    setattr(MeasurementAdmin, f"{_name}_shown", with_units(_name))
 
 
 @admin.register(ApiToken)

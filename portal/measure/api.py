@@ -448,6 +448,68 @@ def measurements_csv(request, filters: Query[CsvQuery]):
     return measurement_csv_response(queryset, period, name)
 
 
+LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 100, 500
+LIST_PARAMS = CSV_PARAMS + ("limit", "offset")
+
+
+class ListQuery(CsvQuery):
+    limit: int = Field(LIST_LIMIT_DEFAULT, ge=1, le=LIST_LIMIT_MAX, description="Measurements per page.")
+    offset: int = Field(0, ge=0, description="Measurements to skip (the previous page's offset + limit).")
+
+
+class MeasurementPage(Schema):
+    count: int = Field(description="Measurements matching the filters, on all pages.")
+    limit: int
+    offset: int
+    next: Optional[str] = Field(description="The next page's URL; null on the last page.")
+    measurements: List[MeasurementOut]
+
+
+@api.get(
+    "/measurements",
+    response={200: MeasurementPage, 400: Errors, **UNAUTHORIZED},
+    summary="Measurements as JSON, oldest first, paged (the CSV export's filters)",
+    url_name="measurements",
+)
+def measurement_list(request, filters: Query[ListQuery]):
+    """The rows /measurements.csv exports (same site, since and until), oldest first so a page
+    stays the same while new tests arrive; each as GET /measurements/{id} gives it, except
+    that a running test's progress leaves out its samples (read those one test at a time)."""
+    problems = {
+        name: [f"unknown parameter {name!r}: allowed are {', '.join(LIST_PARAMS)}."]
+        for name in sorted(set(request.GET) - set(LIST_PARAMS))
+    }
+    queryset = Measurement.objects.select_related("site", "vantage").defer("result")
+    site_slug = (filters.site or "").strip()
+    if site_slug:
+        site = Site.objects.filter(slug=site_slug).first() if "\x00" not in site_slug else None
+        if site is None:
+            problems["site"] = [f"unknown site {site_slug[:64]!r}: use a slug from /api/v1/sites."]
+        queryset = queryset.filter(site=site)
+    try:
+        queryset = parse_period(request.GET).filter(queryset)
+    except BadQuery as exc:
+        problems.update(exc.errors)
+    if problems:
+        return Answer(400, {"errors": problems})
+    count = queryset.count()
+    rows = queryset.order_by("created_at", "pk")[filters.offset : filters.offset + filters.limit]
+    items = [measurement_json(request, m) for m in rows]
+    for item in items:
+        if item["progress"]:
+            item["progress"] = dict(item["progress"], samples=[])
+    following = filters.offset + filters.limit
+    query = request.GET.copy()
+    query["offset"] = str(following)
+    return {
+        "count": count,
+        "limit": filters.limit,
+        "offset": filters.offset,
+        "next": request.build_absolute_uri(f"{request.path}?{query.urlencode()}") if following < count else None,
+        "measurements": items,
+    }
+
+
 # --- errors: every answer in the one shape --------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from django.core.exceptions import BadRequest
 
 from . import vantages as presence
 from .models import Site, Vantage
-from .units import SIZE_PATTERN, parse_size
+from .units import SIZE_PATTERN, format_window, parse_size
 from .vocab import MODES, Mode
 
 DURATION_RANGE = (1, 60)
@@ -91,14 +91,25 @@ class MeasurementForm(forms.Form):
 
     @classmethod
     def initial_from(cls, params):
-        """Initial values from a link's query string (?site=<slug>, as "Test now" links): an
-        enabled site is preselected, any other slug is not. Raises BadRequest for text that
-        cannot be a slug (a NUL byte would reach PostgreSQL, which refuses it)."""
+        """Initial values from a link's query string: ?site=<slug> ("Test now"), and the other
+        parameters too ("Test this site again" carries the permalink's). Each value the form
+        would accept is preselected (an enabled site, an online vantage, a window in range...),
+        any other is left at its default. Raises BadRequest for a site that cannot be a slug (a
+        NUL byte would reach PostgreSQL, which refuses it)."""
         slug = params.get("site", "")
         if "\x00" in slug:
             raise BadRequest(_nul_message("site", cls.base_fields["site"]))
-        site = Site.objects.filter(slug=slug, enabled=True).first() if slug else None
-        return {"site": site.slug} if site is not None else {}
+        given = {name: params.get(name) for name in cls.base_fields if params.get(name)}
+        if not given:
+            return {}
+        trial = MeasurementForm(data=given)
+        trial.is_valid()
+        initial = {name: given[name] for name in given if name not in trial.errors}
+        if "site" in initial:
+            initial["site"] = trial.cleaned_data["site"].slug
+        if "window" in initial:
+            initial["window"] = format_window(trial.cleaned_data["window"])  # 262144 -> 256K
+        return initial
 
     def clean_site(self):
         slug = self.cleaned_data["site"].strip()
@@ -215,3 +226,44 @@ class MeasurementForm(forms.Form):
             "congestion": data["congestion"],
             "until_converged": data["until_converged"],
         }
+
+
+# The request page speaks to network engineers: iperf's option letters in its labels and in its
+# messages, help about the choice rather than the API's parameter. (label, help or None to keep
+# the shared one, how a message names the field).
+PAGE_FIELDS = {
+    "site": ("Site", "Only registered, enabled sites can be tested.", "site"),
+    "vantage": ("Vantage", "The prober host the test runs from.", "vantage"),
+    "mode": ("Mode", None, "mode"),
+    "duration_s": ("Duration (-t)", None, "duration (-t)"),
+    "streams": ("Streams (-P)", None, "streams (-P)"),
+    "window": ("Window (-w)", None, "window (-w)"),
+    "congestion": ("Congestion control (-C)", None, "congestion control (-C)"),
+}
+
+
+def page_words(name, message):
+    """A shared message ("duration_s 0 is out of range: ...") naming the field as the page does
+    ("duration (-t) 0 is out of range: ..."); the rest of the message is the one validator's."""
+    if name in PAGE_FIELDS and message.startswith(f"{name} "):
+        return PAGE_FIELDS[name][2] + message[len(name) :]
+    return message
+
+
+class MeasurementPageForm(MeasurementForm):
+    """The request page's form: the shared validation, worded for the page. Labels and help are
+    set here, before any bound field exists: a bound field copies its label and help when the
+    form is first validated, so dressing the form after is_valid() lost them on every error."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, (label, help_text, _) in PAGE_FIELDS.items():
+            self.fields[name].label = label
+            if help_text:
+                self.fields[name].help_text = help_text
+        self.fields["site"].error_messages["required"] = "choose a site: only registered, enabled sites can be tested."
+
+    def add_error(self, field, error):
+        if field in PAGE_FIELDS:
+            error = forms.ValidationError([page_words(field, m) for m in forms.ValidationError(error).messages])
+        super().add_error(field, error)

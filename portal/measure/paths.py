@@ -49,6 +49,10 @@ PROFILE_SETTINGS = 5
 # A setting within this fraction of the best rate counts as "as good": the optimum is the
 # cheapest of those (IEPM-BW's rule of thumb for choosing windows and streams).
 OPTIMUM_WITHIN = 0.10
+# Fewer runs than this and a statistic is not shown ("too few runs"), nor can a cell be the
+# optimum: a median of one run is that run, of two their mean, and a p90 of two the larger;
+# three is the least a single outlier cannot set (as GRID_MIN_BASELINE for the grid).
+MIN_RUNS = 3
 SCATTER_POINTS = 500
 # Points drawn on the throughput / RTT charts: the newest N finished measurements.
 CHART_POINTS = 500
@@ -302,6 +306,7 @@ def path_analyses(site, vantage_id, mode):
         "matrix": matrix,
         "matrix_lines": [{"congestion": t["congestion"], "lines": t["lines"]} for t in matrix],
         "quick_vs_full": quick_vs_full(site.pk, vantage_id),
+        "min_runs": MIN_RUNS,
     }
 
 
@@ -342,9 +347,10 @@ def settings_matrix(site_id, vantage_id, mode, days=ANALYSIS_DAYS, now=None):
 def _table(congestion, cells):
     windows = sorted({c["window_bytes"] for c in cells}, key=lambda w: (w is None, w or 0))
     streams = sorted({c["streams"] for c in cells})
-    best = max(cells, key=lambda c: c["value"])
-    good_enough = [c for c in cells if c["value"] >= (1 - OPTIMUM_WITHIN) * best["value"]]
-    optimum = min(good_enough, key=_cost)
+    counted = [c for c in cells if c["n"] >= MIN_RUNS]
+    best = max(counted or cells, key=lambda c: c["value"])
+    good_enough = [c for c in counted if c["value"] >= (1 - OPTIMUM_WITHIN) * best["value"]]
+    optimum = min(good_enough, key=_cost) if good_enough else None
     by_key = {(c["streams"], c["window_bytes"]): c for c in cells}
     grid = []
     for s in streams:
@@ -354,7 +360,7 @@ def _table(congestion, cells):
             "streams": s,
             "points": [
                 {"x": c["window_bytes"], "y": c["value"], "n": c["n"]}
-                for c in cells
+                for c in counted
                 if c["streams"] == s and c["window_bytes"]
             ],
         }
@@ -376,16 +382,18 @@ def _table(congestion, cells):
 def _cell(cell, best, optimum):
     if cell is None:
         return None
-    share = cell["value"] / best["value"] if best["value"] else 0.0
+    share = min(1.0, cell["value"] / best["value"]) if best["value"] else 0.0
+    too_few = cell["n"] < MIN_RUNS
     return {
         **cell,
         "share": share,
+        "too_few": too_few,
         "is_best": cell is best,
         "is_optimum": cell is optimum,
         # A cell is marked when most of its runs were held back by the server's window.
         "window_limited": cell["limited"] * 2 > cell["n"],
         # Heat: white at 0, the accent blue at the best rate (alpha keeps the text legible).
-        "heat": f"rgba(31, 95, 191, {0.08 + 0.6 * share:.2f})",
+        "heat": "transparent" if too_few else f"rgba(31, 95, 191, {0.08 + 0.6 * share:.2f})",
     }
 
 

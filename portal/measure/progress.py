@@ -95,5 +95,7 @@ def page_context(m):
         "phase": phase,
         "steps": steps,
         "elapsed_s": state.get("elapsed_s"),
+        # A full run ends at its -t: what the progress line promises.
+        "remaining_s": max(0.0, m.duration_s - state["elapsed_s"]) if state.get("elapsed_s") is not None else None,
         "samples": state.get("samples") or [],
     }

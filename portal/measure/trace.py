@@ -3,6 +3,8 @@ it for the permalink's charts."""
 
 from django.utils.html import json_script
 
+from .vocab import Mode
+
 AGGREGATE_KEYS = ("t", "inst_bps", "cumu_bps", "cwnd_bytes")
 # snd_wnd_bytes (the peer's receive window) and rwnd_limited_us (cumulative time the peer's
 # window held the sender back) tell a server-window-limited path from a slow one.
@@ -77,8 +79,10 @@ def _cell(value):
 
 def trace_csv_rows(trace):
     """CSV rows (header first) for a MeasurementTrace or its to_dict(): one row per sample,
-    the aggregate columns then the stream columns named s<id>_<field>. Traces stored before a
-    stream field existed have no column for it (rather than a column of blanks)."""
+    the aggregate columns then the stream columns named s<n>_<field>, n = 1..N in the order
+    of the streams (as the charts' legends number them: iperf3's own ids, 1, 3, 4, 5 for four
+    streams, read as if streams were missing; the trace's JSON keeps them as `id`). Traces
+    stored before a stream field existed have no column for it (rather than a column of blanks)."""
     data = trace if isinstance(trace, dict) else trace.to_dict()
     streams = data.get("streams") or []
     keys = [
@@ -89,7 +93,7 @@ def trace_csv_rows(trace):
         # BBR's columns only when some stream ran BBR: a CUBIC trace has no use for them.
         and (not key.startswith(_BBR_PREFIX) or any(v is not None for s in streams for v in s[key]))
     ]
-    yield list(AGGREGATE_KEYS) + [f"s{s['id']}_{key}" for s in streams for key in keys]
+    yield list(AGGREGATE_KEYS) + [f"s{n}_{key}" for n in range(1, len(streams) + 1) for key in keys]
     for i, t in enumerate(data.get("t") or []):
         row = [t] + [_cell(data[key][i]) for key in AGGREGATE_KEYS[1:]]
         for stream in streams:
@@ -102,11 +106,12 @@ def trace_csv_rows(trace):
 CHART_MAX_SAMPLES = 1500
 
 
-def chart_trace(data):
-    """What the permalink's charts need from a stored trace's to_dict(): the thinned trace
-    already as the page's JSON script (encoding thousands of numbers is most of the page's
-    cost), its number of streams and the stride."""
-    data = thin_trace(data)
+def chart_trace(data, **extra):
+    """What the permalink's charts need from a stored trace's to_dict(): the thinned trace,
+    with `extra` keys beside its series (not thinned), already as the page's JSON script
+    (encoding thousands of numbers is most of the page's cost), its number of streams and the
+    stride."""
+    data = dict(thin_trace(data), **extra)
     return {
         "json": json_script(data, "trace-data"),
         "streams": len(data.get("streams") or []),
@@ -129,3 +134,16 @@ def thin_trace(data, limit=CHART_MAX_SAMPLES):
     ]
     thinned["stride"] = stride
     return thinned
+
+
+def quick_window(m):
+    """[start, end] in seconds since the first byte of the window quick mode measured, for the
+    charts to shade, or None. Only when the window answered (converged, or at its deadline) and
+    so ended the test: it ends at the test's end and spans quick_window_s back from there
+    (EVENTS.md). A window that fell back, or validate's, ended somewhere inside a run that went
+    on, which the stored result does not say."""
+    if not (m.mode == Mode.QUICK and m.quick_mode_entered and m.quick_answer_taken):
+        return None
+    if m.quick_window_s is None or m.elapsed_s is None:
+        return None
+    return [round(max(0.0, m.elapsed_s - m.quick_window_s), 3), round(m.elapsed_s, 3)]

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
-from .forms import MeasurementForm
+from .forms import MeasurementPageForm
 from .models import Measurement, MeasurementTrace, Site
 from .quotas import QuotaExceeded
 from .services import request_longer_run, request_measurement
-from .trace import chart_trace, trace_csv_rows
+from .trace import chart_trace, quick_window, trace_csv_rows
 from .vocab import MODES
 
 
@@ -123,42 +123,20 @@ def grid_page(request):
 @require_http_methods(["GET", "POST"])
 def measure_new(request):
     if request.method == "POST":
-        form = MeasurementForm(request.POST)
+        form = MeasurementPageForm(request.POST)
         if form.is_valid():
             try:
                 measurement = request_measurement(form, request.user)
             except QuotaExceeded as over:
                 form.add_error(None, over.message)
-                response = render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=429)
+                response = render(request, "measure/new.html", {"form": form}, status=429)
                 response["Retry-After"] = str(over.retry_after_s)
                 return response
             return redirect(measurement.get_absolute_url())
     else:
-        form = MeasurementForm(initial=MeasurementForm.initial_from(request.GET))
+        form = MeasurementPageForm(initial=MeasurementPageForm.initial_from(request.GET))
     # A bound form here was refused: 400, with each message at its field.
-    return render(request, "measure/new.html", {"form": _dress_for_page(form)}, status=400 if form.is_bound else 200)
-
-
-# The shared form speaks to API clients (slugs, field names); on the page the labels use
-# iperf's option letters, which is how network engineers know these knobs.
-_PAGE_LABELS = {
-    "site": ("Site", "Only registered, enabled sites can be tested."),
-    "vantage": ("Vantage", "The prober host the test runs from."),
-    "mode": ("Mode", None),
-    "duration_s": ("Duration (-t)", None),
-    "streams": ("Streams (-P)", None),
-    "window": ("Window (-w)", None),
-    "congestion": ("Congestion control (-C)", None),
-}
-
-
-def _dress_for_page(form):
-    for name, (label, help_text) in _PAGE_LABELS.items():
-        if name in form.fields:
-            form.fields[name].label = label
-            if help_text:
-                form.fields[name].help_text = help_text
-    return form
+    return render(request, "measure/new.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
 def _get_measurement(slug):
@@ -231,7 +209,10 @@ def _refused(request, status, message):
 
 def _chart_trace(m):
     trace = MeasurementTrace.objects.filter(measurement=m).first()
-    return None if trace is None else chart_trace(trace.to_dict())
+    if trace is None:
+        return None
+    # The charts shade the window quick mode measured (trace.quick_window).
+    return chart_trace(trace.to_dict(), quick_window=quick_window(m))
 
 
 def _get_trace(slug):

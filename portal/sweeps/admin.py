@@ -1,9 +1,9 @@
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from portal.measure.vocab import SweepTrigger
+from portal.measure.vocab import UNFINISHED_STATUSES, Status, SweepTrigger
 
 from . import planning
 from .forms import SweepForm
@@ -58,7 +58,7 @@ class SweepAdmin(admin.ModelAdmin):
         run = sweep.runs.order_by("-created_at").first()
         if run is None:
             return "–"
-        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), f"{run.created_at:%Y-%m-%d %H:%M}")
+        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), f"{run.created_at:%Y-%m-%d %H:%M} UTC")
 
     @admin.display(description="recent runs")
     def recent_runs(self, sweep):
@@ -104,17 +104,39 @@ class SweepAdmin(admin.ModelAdmin):
 
 @admin.register(SweepRun)
 class SweepRunAdmin(admin.ModelAdmin):
-    list_display = ("sweep", "created_at", "trigger", "status", "cells", "page")
+    list_display = ("sweep", "created_at", "trigger", "state", "cells", "page")
     list_filter = ("trigger", "sweep")
     list_select_related = ("sweep",)
     date_hierarchy = "created_at"
+    # The stored status says only whether the cells are planned; "state" says what the run page
+    # says (waiting, running, finished), so the two never disagree.
+    fields = ("sweep", "trigger", "state", "created_at", "starts_at", "planned_at")
+    readonly_fields = ("state",)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(cell_count=Count("cells"))
+        # The counts the run page's state line reads (summary.cell_state): a cell is open while
+        # it was not skipped and its measurement is queued or running.
+        measured = Q(cells__skip_code="")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                cell_count=Count("cells"),
+                open_count=Count("cells", filter=measured & Q(cells__measurement__status__in=UNFINISHED_STATUSES)),
+                done_count=Count("cells", filter=measured & Q(cells__measurement__status=Status.DONE)),
+            )
+        )
 
     @admin.display(description="cells", ordering="cell_count")
     def cells(self, run):
         return run.cell_count
+
+    @admin.display(description="state")
+    def state(self, run):
+        if run.status != "planned":
+            return f"waiting for its start offset (starts {run.starts_at:%H:%M:%S} UTC)"
+        word = "running" if run.open_count else "finished"
+        return f"{word}, {run.done_count} done of {run.cell_count} cells"
 
     @admin.display(description="run page")
     def page(self, run):

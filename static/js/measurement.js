@@ -40,7 +40,32 @@
     var el = document.getElementById(id);
     if (!el) return null;
     return new Chart(el, { type: "line", data: { datasets: datasets }, options: options,
-                           plugins: [QP.markerPlugin].concat(plugins || []) });
+                           plugins: [QP.markerPlugin, QP.bandPlugin].concat(plugins || []) });
+  }
+
+  // A byte axis ticked at round binary steps (256 KiB, 512 KiB, 768 KiB, 1 MiB).
+  function binaryAxis(axis) {
+    axis.afterBuildTicks = QP.binaryTicks;
+    axis.ticks = { callback: QP.bytesTick };
+    return axis;
+  }
+
+  // The top of a rate axis: the measured rates' peak plus a tenth, rounded up to a step of
+  // 1, 2 or 5 in its decade, so a spike of BBR's estimate does not squash them to the bottom.
+  function rateCeiling(values) {
+    var peak = 0;
+    values.forEach(function (v) { if (v !== null && v !== undefined && v > peak) peak = v; });
+    if (!(peak > 0)) return undefined;
+    var target = peak * 1.1, decade = Math.pow(10, Math.floor(Math.log10(target)));
+    var steps = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * decade >= target) return steps[i] * decade;
+    return 10 * decade;
+  }
+
+  // The window the quick estimate measured, shaded on the time charts (null: not known).
+  function quickBand(trace) {
+    var w = trace.quick_window;
+    return w ? { from: w[0], to: w[1], label: "quick window" } : undefined;
   }
 
   // BBR's mode over time (the first BBR stream's, from TCP_CC_INFO) shades the cwnd chart, so a
@@ -71,22 +96,24 @@
     }
   };
 
+  // The first stream running BBR, with its number n (1..N: iperf3's ids skip numbers).
   function bbrStream(streams) {
     for (var i = 0; i < streams.length; i++) {
       var modes = streams[i].bbr_mode || [];
-      for (var j = 0; j < modes.length; j++) if (modes[j]) return streams[i];
+      for (var j = 0; j < modes.length; j++) if (modes[j]) return { n: i + 1, stream: streams[i] };
     }
     return null;
   }
 
-  function bbrLegend(id, stream) {
+  function bbrLegend(id, bbr) {
+    var stream = bbr.stream;
     var el = document.getElementById(id);
     if (!el) return;
     var seen = {};
     stream.bbr_mode.forEach(function (m) { if (m) seen[m] = true; });
     var legend = document.createElement("p");
     legend.className = "small muted bbr-legend";
-    legend.appendChild(document.createTextNode("Background: BBR mode of stream " + stream.id + ": "));
+    legend.appendChild(document.createTextNode("Background: BBR mode of stream " + bbr.n + ": "));
     BBR_MODES.forEach(function (m) {
       if (!seen[m[0]]) return;
       var swatch = document.createElement("span");
@@ -111,24 +138,40 @@
       cwnd.push(line("cwnd, all streams", points(t, trace.cwnd_bytes), QP.palette[0]));
     }
     var bbr = bbrStream(streams);
-    var cwndOptions = baseOptions("bytes", QP.bytes, marker);
+    var band = quickBand(trace);
+    var cwndOptions = baseOptions("congestion window", QP.bytes, marker);
+    binaryAxis(cwndOptions.scales.y);
+    cwndOptions.plugins.band = band;
     if (bbr) {
-      cwndOptions.plugins.bbrBands = { t: t, modes: bbr.bbr_mode };
+      cwndOptions.plugins.bbrBands = { t: t, modes: bbr.stream.bbr_mode };
       bbrLegend("chart-cwnd", bbr);
     }
     chart("chart-cwnd", cwnd, cwndOptions, [bbrBands]);
     var bw = [line("InstBW", points(t, trace.inst_bps), QP.palette[0]),
               line("CumuBW", points(t, trace.cumu_bps), QP.palette[1])];
-    if (bbr) bw.push(line("BBR bw estimate (stream " + bbr.id + ")", points(t, bbr.bbr_bw_bps), QP.palette[2],
-                          { borderDash: [2, 2] }));
-    chart("chart-bw", bw, baseOptions("bit/s", QP.bps, marker));
+    var bwOptions = baseOptions("throughput (bit/s)", QP.bps, marker);
+    // The axis fits InstBW and CumuBW; BBR's estimate can spike far above them, and is clipped.
+    bwOptions.scales.y.max = rateCeiling(trace.inst_bps.concat(trace.cumu_bps));
+    bwOptions.plugins.band = band;
+    if (bbr) {
+      var estimate = bbr.stream.bbr_bw_bps || [];
+      var clipped = bwOptions.scales.y.max !== undefined &&
+                    estimate.some(function (v) { return v !== null && v > bwOptions.scales.y.max; });
+      bw.push(line("BBR bw estimate (stream " + bbr.n + (clipped ? "; clipped at the top" : "") + ")",
+                   points(t, estimate), QP.palette[2], { borderDash: [2, 2] }));
+    }
+    chart("chart-bw", bw, bwOptions);
+    var streamOptions = baseOptions("congestion window", QP.bytes, marker);
+    binaryAxis(streamOptions.scales.y);
+    streamOptions.plugins.band = band;
+    // Streams are numbered 1..N (iperf3's own ids, 1, 3, 4, 5, read as if streams were missing).
     chart("chart-streams", streams.map(function (s, i) {
-      return line("stream " + s.id, points(t, s.cwnd_bytes), QP.palette[i % QP.palette.length]);
-    }), baseOptions("bytes", QP.bytes, marker));
+      return line("stream " + (i + 1), points(t, s.cwnd_bytes), QP.palette[i % QP.palette.length]);
+    }), streamOptions);
     chart("chart-rtt", streams.map(function (s, i) {
-      return line(streams.length === 1 ? "smoothed RTT" : "stream " + s.id, points(t, s.rtt_us, ms),
+      return line(streams.length === 1 ? "smoothed RTT" : "stream " + (i + 1), points(t, s.rtt_us, ms),
                   QP.palette[i % QP.palette.length]);
-    }), baseOptions("ms", function (v) { return Number(v).toFixed(2) + " ms"; }, marker));
+    }), baseOptions("round-trip time (ms)", function (v) { return Number(v).toFixed(2) + " ms"; }, marker));
   }
 
   var live = null;
@@ -142,9 +185,10 @@
     var cumu = points(t, samples.map(function (s) { return s.cumu_bps; }));
     var cwnd = points(t, samples.map(function (s) { return s.cwnd_bytes; }));
     if (live === null) {
-      var opts = baseOptions("bit/s", QP.bps, undefined);
-      opts.scales.cwnd = { position: "right", beginAtZero: true, grid: { drawOnChartArea: false },
-                           title: { display: true, text: "cwnd (bytes)" }, ticks: { callback: QP.bytes } };
+      var opts = baseOptions("throughput (bit/s)", QP.bps, undefined);
+      opts.scales.cwnd = binaryAxis({ position: "right", beginAtZero: true, grid: { drawOnChartArea: false },
+                                      title: { display: true, text: "congestion window" } });
+      emptyAxes(opts.scales, !inst.length);
       live = chart("chart-live", [
         line("InstBW", inst, QP.palette[0]),
         line("CumuBW", cumu, QP.palette[1]),
@@ -155,7 +199,15 @@
     live.data.datasets[0].data = inst;
     live.data.datasets[1].data = cumu;
     live.data.datasets[2].data = cwnd;
+    emptyAxes(live.options.scales, !inst.length);
     live.update("none");
+  }
+
+  // With no sample yet (a queued test) Chart.js spans 0 to 1, which read "0 bit/s ... 1 bit/s":
+  // until the first sample the axes show a plausible range instead.
+  function emptyAxes(scales, empty) {
+    scales.y.suggestedMax = empty ? 1e9 : undefined;
+    scales.cwnd.suggestedMax = empty ? 1048576 : undefined;
   }
 
   function copyLink() {

@@ -47,14 +47,22 @@
     return text;
   }
 
+  // Time axes read UTC, like the tables (QP.utcShift); each point keeps its instant in `at`.
+  function inUtc(points) {
+    return points.map(function (p) { return Object.assign({}, p, { x: QP.utcShift(p.x), at: p.x }); });
+  }
+
   function timeOptions(yTitle, yFormat) {
     return {
       animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
       scales: {
-        x: { type: "time", time: { tooltipFormat: "yyyy-MM-dd HH:mm" }, title: { display: true, text: "date" } },
+        x: QP.utcTimeAxis("time of the test"),
         y: { beginAtZero: true, title: { display: true, text: yTitle }, ticks: { callback: yFormat } }
       },
-      plugins: { tooltip: { callbacks: { label: function (c) { return pointLabel(c, yFormat); } } } },
+      plugins: { tooltip: { callbacks: {
+        title: function (items) { return items.length ? QP.utcText(items[0].raw.at) : ""; },
+        label: function (c) { return pointLabel(c, yFormat); }
+      } } },
       onClick: openPermalink
     };
   }
@@ -78,22 +86,23 @@
   }
 
   function throughputChart(data) {
-    var quick = quickSets(data.quick, "quick", "quick, not converged", 2.5);
+    var quick = quickSets(inUtc(data.quick), "quick", "quick, not converged", 2.5);
     var datasets = [quick.settled,
-                    scatter("full", data.full, QP.palette[1], "triangle"),
-                    scatter("validate", data.validate, QP.palette[3], "rectRot")];
+                    scatter("full", inUtc(data.full), QP.palette[1], "triangle"),
+                    scatter("validate", inUtc(data.validate), QP.palette[3], "rectRot")];
     if (quick.unsettled) datasets.push(quick.unsettled);
     new Chart(document.getElementById("chart-throughput"), {
-      type: "scatter", data: { datasets: datasets }, options: timeOptions("bit/s", QP.bps), plugins: [errorBars]
+      type: "scatter", data: { datasets: datasets }, options: timeOptions("throughput (bit/s)", QP.bps),
+      plugins: [errorBars]
     });
     new Chart(document.getElementById("chart-rtt"), {
       type: "scatter",
-      data: { datasets: [scatter("smoothed RTT", data.rtt_ms, QP.palette[2])] },
-      options: timeOptions("ms", function (v) { return Number(v).toFixed(2) + " ms"; })
+      data: { datasets: [scatter("smoothed RTT", inUtc(data.rtt_ms), QP.palette[2])] },
+      options: timeOptions("round-trip time (ms)", function (v) { return Number(v).toFixed(2) + " ms"; })
     });
   }
 
-  function windowCharts(tables) {
+  function windowCharts(tables, stat) {
     document.querySelectorAll("canvas.window-chart").forEach(function (canvas) {
       var table = tables[Number(canvas.dataset.index)];
       var datasets = table.lines.map(function (line, i) {
@@ -108,8 +117,9 @@
           scales: {
             // Windows are powers of two: label only those ticks (a log axis adds 2..9 x 10^n).
             x: { type: "logarithmic", title: { display: true, text: "window (-w)" },
-                 ticks: { callback: function (v) { return Math.log2(v) % 1 === 0 ? QP.bytes(v) : ""; } } },
-            y: { beginAtZero: true, title: { display: true, text: "median bit/s" }, ticks: { callback: QP.bps } }
+                 ticks: { callback: function (v) { return Math.log2(v) % 1 === 0 ? QP.bytesTick(v) : ""; } } },
+            y: { beginAtZero: true, title: { display: true, text: stat + " throughput (bit/s)" },
+                 ticks: { callback: QP.bps } }
           },
           plugins: { tooltip: { callbacks: { label: function (c) {
             return c.dataset.label + ", " + QP.bytes(c.parsed.x) + ": " + QP.bps(c.parsed.y) + " (" + c.raw.n + " tests)";
@@ -119,11 +129,13 @@
     });
   }
 
-  function profileChart(profile) {
+  function profileChart(profile, minRuns) {
     var labels = [];
     for (var h = 0; h < 24; h++) labels.push((h < 10 ? "0" : "") + h + ":00");
+    // An hour with fewer than minRuns runs has no statistic to show (too few runs): a gap.
     var datasets = profile.settings.map(function (s, i) {
-      return { label: s.label, data: s.bps, borderColor: QP.palette[i], backgroundColor: QP.palette[i],
+      var data = s.bps.map(function (v, h) { return s.n[h] >= minRuns ? v : null; });
+      return { label: s.label, data: data, borderColor: QP.palette[i], backgroundColor: QP.palette[i],
                spanGaps: false, pointRadius: 3 };
     });
     new Chart(document.getElementById("chart-profile"), {
@@ -131,7 +143,8 @@
       options: {
         animation: false, maintainAspectRatio: false,
         scales: { x: { title: { display: true, text: "hour (" + profile.time_zone + ")" } },
-                  y: { beginAtZero: true, ticks: { callback: QP.bps } } },
+                  y: { beginAtZero: true, title: { display: true, text: profile.stat + " throughput (bit/s)" },
+                       ticks: { callback: QP.bps } } },
         plugins: { tooltip: { callbacks: { label: function (c) {
           return c.dataset.label + ": " + profile.stat + " " + QP.bps(c.parsed.y) + " over " +
                  profile.settings[c.datasetIndex].n[c.dataIndex] + " tests";
@@ -157,8 +170,8 @@
       options: {
         animation: false, parsing: false, maintainAspectRatio: false,
         scales: {
-          x: { beginAtZero: true, max: max, title: { display: true, text: "full run (20 s) bit/s" }, ticks: { callback: QP.bps } },
-          y: { beginAtZero: true, max: max, title: { display: true, text: "quick estimate bit/s" }, ticks: { callback: QP.bps } }
+          x: { beginAtZero: true, max: max, title: { display: true, text: "full run of the same connection (bit/s)" }, ticks: { callback: QP.bps } },
+          y: { beginAtZero: true, max: max, title: { display: true, text: "quick estimate (bit/s)" }, ticks: { callback: QP.bps } }
         },
         plugins: { tooltip: { callbacks: { label: function (c) {
           var p = c.raw;
@@ -175,10 +188,11 @@
   document.addEventListener("DOMContentLoaded", function () {
     var data = QP.readJSON("history-data");
     if (data) throughputChart(data);
-    var tables = QP.readJSON("window-data");
-    if (tables) windowCharts(tables);
     var profile = QP.readJSON("profile-data");
-    if (profile && profile.settings.length) profileChart(profile);
+    var minRuns = QP.readJSON("min-runs") || 1;
+    var tables = QP.readJSON("window-data");
+    if (tables) windowCharts(tables, profile ? profile.stat : "median");
+    if (profile && profile.settings.length) profileChart(profile, minRuns);
     var fig7 = QP.readJSON("fig7-data");
     if (fig7 && document.getElementById("chart-fig7")) fig7Chart(fig7);
   });

@@ -81,3 +81,12 @@ def test_alert_list_pages_closed(client, site, vantage, settings):
     assert first.count('class="alert-closed"') == views.CLOSED_PAGE_SIZE and "older →" in first
     second = client.get("/alerts/?page=2").content.decode()
     assert second.count('class="alert-closed"') == 1 and "older →" not in second
+
+
+def test_alert_admin_rates_in_units(client, alerts):
+    client.force_login(factories.make_user("root", is_staff=True, is_superuser=True))
+    changelist = client.get("/admin/alerts/alert/").content.decode()
+    assert '<td class="field-baseline">100.0 Mbit/s</td>' in changelist and "100000000.0" not in changelist
+    view = " ".join(client.get(f"/admin/alerts/alert/{alerts[0].pk}/change/").content.decode().split())
+    assert '<div class="readonly">100.0 Mbit/s</div>' in view and '<div class="readonly">70.0 Mbit/s</div>' in view
+    assert 'name="baseline_bps"' not in view  # still not editable by hand

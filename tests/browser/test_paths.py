@@ -115,7 +115,8 @@ def test_path_page_analyses_drawn_and_grid_leads_there(watched_page, live_server
     optimum = heat.locator("td.optimum")
     assert optimum.count() == 1 and optimum.inner_text().startswith("867.0 Mbit/s ★")
     assert heat.locator("td.limited").count() == 1
-    assert "optimum 1 stream, window 1.00 MiB (867.0 Mbit/s" in page.inner_text("#optimum-1")
+    # The optimum says its statistic and sample size (issue 27).
+    assert "optimum 1 stream, window 1.00 MiB (median 867.0 Mbit/s over n = 5 runs" in page.inner_text("#optimum-1")
 
     profile = wait_for_chart(page, "chart-profile")
     assert len(profile) == 5 and all(ds["points"] == 24 for ds in profile)

@@ -16,6 +16,7 @@ def post_json(client, data, **extra):
         ("get", "/api/v1/sites"),
         ("get", "/api/v1/vantages"),
         ("post", "/api/v1/measurements"),
+        ("get", "/api/v1/measurements"),
         ("get", "/api/v1/measurements/abc"),
         ("get", "/api/v1/measurements/abc/trace"),
         ("get", "/api/v1/measurements.csv"),
@@ -323,3 +324,62 @@ def test_api_failure_reason_in_full_only_for_the_requester(client, user, other_u
     token = ApiToken.issue(user if reader == "owner" else other_user)
     body = client.get(f"/api/v1/measurements/{m.slug}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
     assert (body["failure_code"], body["failure_reason"]) == ("connect_refused", shown)
+
+
+def _list(client, **params):
+    response = client.get("/api/v1/measurements", params)
+    return response.status_code, response.json()
+
+
+def test_api_list_measurements_oldest_first_paged(api_client, site, vantage):
+    made = [factories.make_done_measurement(site=site, vantage=vantage) for _ in range(3)]
+    status, body = _list(api_client, limit=2)
+    assert status == 200
+    assert (body["count"], body["limit"], body["offset"]) == (3, 2, 0)
+    assert [m["id"] for m in body["measurements"]] == [made[0].slug, made[1].slug]
+    assert body["next"] == "http://testserver/api/v1/measurements?limit=2&offset=2"
+    # Each item is what GET /measurements/{id} answers.
+    assert body["measurements"][0] == api_client.get(f"/api/v1/measurements/{made[0].slug}").json()
+    status, page2 = _list(api_client, limit=2, offset=2)
+    assert [m["id"] for m in page2["measurements"]] == [made[2].slug] and page2["next"] is None
+
+
+def test_api_list_measurements_csv_filters(api_client, site, vantage):
+    other = factories.make_site(slug="other", host="127.0.0.2")
+    old = factories.make_measurement(site=site, vantage=vantage)
+    Measurement.objects.filter(pk=old.pk).update(created_at="2026-01-01T12:00:00Z")
+    new = factories.make_measurement(site=site, vantage=vantage)
+    factories.make_measurement(site=other, vantage=vantage)
+    status, body = _list(api_client, site="loopback", since="2026-02-01")
+    assert status == 200 and body["count"] == 1
+    assert [m["id"] for m in body["measurements"]] == [new.slug]
+    status, body = _list(api_client, until="2026-01-01")
+    assert [m["id"] for m in body["measurements"]] == [old.slug]
+    # A queued test's progress is there, without samples (GET /measurements/{id} has them).
+    assert body["measurements"][0]["progress"] == {"phase": "queued", "elapsed_s": 0.0, "samples": []}
+
+
+def test_api_list_measurements_bad_query_messages(api_client, site, vantage):
+    status, body = _list(api_client, site="nope", since="yesterday", page="2")
+    assert status == 400
+    assert body == {
+        "errors": {
+            "page": ["unknown parameter 'page': allowed are site, since, until, limit, offset."],
+            "site": ["unknown site 'nope': use a slug from /api/v1/sites."],
+            "since": [
+                "since 'yesterday' is not a date: use YYYY-MM-DD or an ISO 8601 datetime such as 2026-11-22T08:00:00Z."
+            ],
+        }
+    }
+    status, body = _list(api_client, limit=501)
+    assert status == 400
+    assert body == {"errors": {"limit": ["limit: Input should be less than or equal to 500"]}}
+
+
+def test_api_list_measurements_in_schema(client, db):
+    schema = client.get("/api/v1/openapi.json").json()
+    listing = schema["paths"]["/measurements"]["get"]
+    assert [p["name"] for p in listing["parameters"]] == ["site", "since", "until", "limit", "offset"]
+    page = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert page == "#/components/schemas/MeasurementPage"
+    assert "post" in schema["paths"]["/measurements"]

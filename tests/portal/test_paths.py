@@ -33,20 +33,21 @@ def _done(site, vantage, minutes_ago=60, mode="quick", bps=100e6, streams=1, win
 
 
 def test_settings_matrix_optimum_is_cheapest_within_ten_percent(site, vantage, make_vantage):
-    # streams x window medians: P1 64K 100, P1 1M 500, P4 64K 400, P4 1M 540 (best), P8 1M 530.
+    # streams x window medians: P1 64K 100, P1 1M 500, P4 64K 400, P4 1M 540 (best), P8 1M 530;
+    # three runs each, paths.MIN_RUNS (issue 27: a cell of fewer is "too few runs").
     for rates, streams, window in (
         ((90e6, 100e6, 110e6), 1, 65536),
-        ((500e6,), 1, 1 << 20),
-        ((400e6,), 4, 65536),
+        ((500e6,) * 3, 1, 1 << 20),
+        ((400e6,) * 3, 4, 65536),
         ((540e6, 530e6, 550e6), 4, 1 << 20),
-        ((530e6,), 8, 1 << 20),
+        ((530e6,) * 3, 8, 1 << 20),
     ):
         for i, bps in enumerate(rates):
             _done(site, vantage, minutes_ago=10 + i, bps=bps, streams=streams, window=window)
     _done(site, vantage, bps=10e9, streams=1, window=65536, mode="full")  # another mode: not in the table
     _done(site, make_vantage(), bps=10e9, streams=1, window=65536)  # another path: not in the table
     [table] = paths.settings_matrix(site.pk, vantage.pk, "quick")
-    assert table["congestion"] == "default" and table["windows"] == [65536, 1 << 20] and table["tests"] == 9
+    assert table["congestion"] == "default" and table["windows"] == [65536, 1 << 20] and table["tests"] == 15
     assert [(r["streams"], [c and c["value"] for c in r["cells"]]) for r in table["rows"]] == [
         (1, [100e6, 500e6]),
         (4, [400e6, 540e6]),
@@ -57,9 +58,9 @@ def test_settings_matrix_optimum_is_cheapest_within_ten_percent(site, vantage, m
     assert (table["optimum"]["streams"], table["optimum"]["window_bytes"]) == (1, 1 << 20)
     assert [c["is_optimum"] for c in table["rows"][0]["cells"]] == [False, True]
     assert table["lines"] == [
-        {"streams": 1, "points": [{"x": 65536, "y": 100e6, "n": 3}, {"x": 1 << 20, "y": 500e6, "n": 1}]},
-        {"streams": 4, "points": [{"x": 65536, "y": 400e6, "n": 1}, {"x": 1 << 20, "y": 540e6, "n": 3}]},
-        {"streams": 8, "points": [{"x": 1 << 20, "y": 530e6, "n": 1}]},
+        {"streams": 1, "points": [{"x": 65536, "y": 100e6, "n": 3}, {"x": 1 << 20, "y": 500e6, "n": 3}]},
+        {"streams": 4, "points": [{"x": 65536, "y": 400e6, "n": 3}, {"x": 1 << 20, "y": 540e6, "n": 3}]},
+        {"streams": 8, "points": [{"x": 1 << 20, "y": 530e6, "n": 3}]},
     ]
     assert table["first"] == NOW - datetime.timedelta(minutes=12) and table["last"] == NOW - datetime.timedelta(
         minutes=10
@@ -67,11 +68,37 @@ def test_settings_matrix_optimum_is_cheapest_within_ten_percent(site, vantage, m
 
 
 def test_settings_matrix_default_window_ranks_after_explicit(site, vantage):
-    _done(site, vantage, bps=100e6, streams=2, window=None)
-    _done(site, vantage, bps=99e6, streams=2, window=4 << 20)
+    for i in range(paths.MIN_RUNS):
+        _done(site, vantage, minutes_ago=10 + i, bps=100e6, streams=2, window=None)
+        _done(site, vantage, minutes_ago=10 + i, bps=99e6, streams=2, window=4 << 20)
     [table] = paths.settings_matrix(site.pk, vantage.pk, "quick")
     assert table["windows"] == [4 << 20, None]
     assert table["optimum"]["window_bytes"] == 4 << 20 and table["best"]["window_bytes"] is None
+
+
+def test_settings_matrix_cells_below_min_runs_are_too_few_and_never_the_optimum(site, vantage):
+    assert paths.MIN_RUNS == 3
+    for i in range(3):
+        _done(site, vantage, minutes_ago=10 + i, bps=400e6, streams=4, window=65536)
+    _done(site, vantage, bps=900e6, streams=1, window=65536)  # one run: faster, cheaper, but n = 1
+    _done(site, vantage, minutes_ago=20, bps=800e6, streams=1, window=1 << 20)
+    _done(site, vantage, minutes_ago=21, bps=800e6, streams=1, window=1 << 20)  # two runs
+    [table] = paths.settings_matrix(site.pk, vantage.pk, "quick")
+    cells = {(r["streams"], c["window_bytes"]): c for r in table["rows"] for c in r["cells"] if c}
+    assert [(k, c["n"], c["too_few"]) for k, c in sorted(cells.items())] == [
+        ((1, 65536), 1, True),
+        ((1, 1 << 20), 2, True),
+        ((4, 65536), 3, False),
+    ]
+    assert (table["optimum"]["streams"], table["best"]["streams"]) == (4, 4)
+    assert cells[(1, 65536)]["heat"] == "transparent" and not cells[(1, 65536)]["is_optimum"]
+    assert table["lines"] == [{"streams": 4, "points": [{"x": 65536, "y": 400e6, "n": 3}]}]
+
+
+def test_settings_matrix_without_enough_runs_has_no_optimum(site, vantage):
+    _done(site, vantage, bps=400e6, streams=4, window=65536)
+    [table] = paths.settings_matrix(site.pk, vantage.pk, "quick")
+    assert table["optimum"] is None and table["lines"] == []
 
 
 def test_settings_matrix_marks_window_limited_cells_and_keeps_cc_apart(site, vantage):

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from portal.measure import runner
-from portal.measure.paths import headline_expr
 from portal.measure.models import Measurement, Quota
+from portal.measure.paths import headline_expr
 from tests import factories
 from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fixture)
 

@@ -50,7 +50,8 @@ def test_permalink_done_shows_results(client, done_measurement):
     # Finished: no polling element, the trace is embedded for the charts.
     assert "hx-trigger" not in html
     trace = json.loads(html.split('<script id="trace-data" type="application/json">')[1].split("</script>")[0])
-    assert trace == factories.sample_trace_dict()
+    # ...with the quick window the charts shade (none here: the sample did not say it converged).
+    assert trace == dict(factories.sample_trace_dict(), quick_window=None)
     assert f'href="/m/{done_measurement.slug}/trace.csv"' in html
     assert f'href="/m/{done_measurement.slug}/trace.json"' in html
 
@@ -161,6 +162,34 @@ def test_progress_partial_htmx_returns_only_partial(client, measurement):
     assert "0.50 s since the first byte" in html
     embedded = html.split('<script id="live-samples" type="application/json">')[1].split("</script>")[0]
     assert json.loads(embedded) == samples
+
+
+@pytest.mark.parametrize(
+    "mode,why",
+    [
+        (
+            "quick",
+            "quick mode's estimate had not converged when its measuring window closed, so the test goes on for its "
+            "whole duration and that run's average is the result",
+        ),
+        ("validate", "validate runs the whole duration, to compare quick mode's answer with it"),
+        ("full", "a full run was asked for"),
+    ],
+)
+def test_progress_full_run_says_why_and_when_it_ends(client, measurement, mode, why):
+    measurement.status, measurement.mode = "running", mode
+    measurement.save()  # duration_s 10
+    progress.write(measurement.pk, "full", 6.5, [])
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert (
+        f'<p id="phase-why"><strong>Full run:</strong> {why}; ends at about 10 s (about 4 s from now).</p>'
+    ) in html.replace("&#x27;", "'")
+
+
+def test_progress_before_the_full_run_says_nothing_of_it(client, measurement):
+    progress.write(measurement.pk, "measuring", 1.5, [])
+    html = client.get(f"/m/{measurement.slug}/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="phase-why"' not in html
 
 
 def test_progress_partial_queued_without_worker_state(client, measurement):
@@ -350,3 +379,31 @@ def test_pagecache_builds_when_the_other_build_vanishes(site, monkeypatch):
     monkeypatch.setattr(pagecache, "BUILD_WAIT_S", 0.2)
     cache.add(f"{pagecache.site_key(site, 'probe')}:building", 1, 60)  # its builder died and left the marker
     assert pagecache.for_site(site, "probe", lambda: "ours") == "ours"
+
+
+def test_permalink_test_again_carries_its_settings(client, site, vantage):
+    m = factories.make_done_measurement(
+        site=site, vantage=vantage, mode="full", duration_s=7, streams=4, window_bytes=262144, congestion="cubic"
+    )
+    html = client.get(f"/m/{m.slug}/").content.decode()
+    assert (
+        '<a class="button secondary" id="test-again" href="/measure/new?site=loopback&amp;vantage=local&amp;mode=full'
+        '&amp;duration_s=7&amp;streams=4&amp;window=262144&amp;congestion=cubic">Test this site again</a>'
+    ) in html
+
+
+@pytest.mark.parametrize(
+    "fields,window",
+    [
+        ({"quick_converged": True, "quick_window_s": 1.2, "elapsed_s": 1.86}, [0.66, 1.86]),
+        ({"quick_converged": True, "quick_window_s": 3.0, "elapsed_s": 2.5}, [0.0, 2.5]),
+        ({"quick_converged": False, "quick_window_s": 5.0, "elapsed_s": 10.1}, None),  # went on to -t
+        ({"quick_converged": None, "quick_window_s": None, "elapsed_s": 1.86}, None),  # older prober
+        ({"mode": "validate", "quick_converged": True, "quick_window_s": 1.0, "elapsed_s": 10.0}, None),
+    ],
+)
+def test_quick_window_shaded_only_when_it_ended_the_test(site, vantage, fields, window):
+    from portal.measure.trace import quick_window
+
+    m = factories.make_done_measurement(site=site, vantage=vantage, **fields)
+    assert quick_window(m) == window

@@ -88,17 +88,23 @@ def test_new_form_errors_shown_per_field_and_nothing_stored(client, user, site, 
     )
     assert response.status_code == 400  # issue 9: a refused form is a 4xx (it was 200 until then)
     html = response.content.decode()
+    # The page names each knob as its label does (issue 27: it used the API's duration_s).
     assert (
-        '<ul class="errors" id="errors-duration_s"><li>duration_s 0 is out of range: allowed 1 to 60 seconds.</li></ul>'
+        '<ul class="errors" id="errors-duration_s"><li>duration (-t) 0 is out of range: allowed 1 to 60 seconds.</li></ul>'
     ) in html
     assert (
-        '<ul class="errors" id="errors-streams"><li>streams 99 is out of range: allowed 1 to 16 streams.</li></ul>'
+        '<ul class="errors" id="errors-streams"><li>streams (-P) 99 is out of range: allowed 1 to 16 streams.</li></ul>'
     ) in html
-    assert '<ul class="errors" id="errors-window"><li>window &#x27;5X&#x27; is not a size' in html
+    assert '<ul class="errors" id="errors-window"><li>window (-w) &#x27;5X&#x27; is not a size' in html
     assert (
-        '<ul class="errors" id="errors-congestion"><li>congestion &#x27;vegas&#x27; is not available on '
+        '<ul class="errors" id="errors-congestion"><li>congestion control (-C) &#x27;vegas&#x27; is not available on '
         "vantage local: choose one of reno, cubic, bbr"
     ) in html
+    # ...and keeps its labels and help after the error.
+    assert '<label for="id_duration_s">Duration (-t)</label>' in html
+    assert '<label for="id_streams">Streams (-P)</label>' in html
+    assert '<div class="help" id="help-site">Only registered, enabled sites can be tested.</div>' in html
+    assert "duration_s" not in html.split('id="errors-duration_s">')[1].split("</ul>")[0]
     assert 'id="errors-site"' not in html
     # What the user typed survives the round trip.
     assert 'value="99"' in html
@@ -114,3 +120,34 @@ def test_new_form_disabled_site_rejected(client, user, make_site, vantage):
         "taken it out of service; choose another site.</li></ul>"
     ) in html
     assert Measurement.objects.count() == 0
+
+
+def test_new_form_site_missing_worded_for_the_page(client, user, site, vantage):
+    client.force_login(user)
+    html = client.post("/measure/new", {"vantage": vantage.name}).content.decode()
+    assert (
+        '<ul class="errors" id="errors-site"><li>choose a site: only registered, enabled sites can be tested.</li></ul>'
+    ) in html
+
+
+def test_new_form_carries_a_permalinks_settings(client, user, site, vantage):
+    client.force_login(user)
+    query = "site=loopback&vantage=local&mode=full&duration_s=7&streams=4&window=262144&congestion=cubic"
+    html = client.get(f"/measure/new?{query}").content.decode()
+    assert '<option value="loopback" selected>' in html
+    assert '<option value="local" selected>' in html
+    assert '<option value="full" selected>' in html
+    assert 'name="duration_s" value="7"' in html
+    assert 'name="streams" value="4"' in html
+    assert 'name="window" value="256K"' in html
+    assert '<option value="cubic" selected>' in html
+
+
+def test_new_form_leaves_refused_settings_at_their_defaults(client, user, site, vantage):
+    client.force_login(user)
+    html = client.get("/measure/new?site=loopback&streams=99&window=5X&mode=turbo&congestion=vegas").content.decode()
+    assert '<option value="loopback" selected>' in html
+    assert 'name="streams" value="1"' in html  # the default, not 99
+    assert 'name="window" value=' not in html
+    assert '<option value="quick" selected>' in html
+    assert '<option value="" selected>vantage default</option>' in html

@@ -104,15 +104,19 @@ def test_path_page_mode_defaults_to_most_tested_and_keeps_modes_apart(client, si
         {"congestion": "default", "lines": [{"streams": 4, "points": [{"x": 1 << 20, "y": 900e6, "n": 3}]}]}
     ]
     quick = client.get("/sites/loopback/?vantage=local&mode=quick").content.decode()
-    assert _json_script(quick, "window-data")[0]["lines"][0]["points"] == [{"x": 65536, "y": 100e6, "n": 1}]
+    # One quick run: too few for the window chart (issue 27), still the profile's one setting.
+    assert _json_script(quick, "window-data")[0]["lines"] == []
+    assert "too few runs<br>" in quick and "too few runs for an optimum: no setting has 3 runs yet;" in quick
     assert _json_script(quick, "profile-data")["settings"][0]["label"] == "P1 w64K default"
 
 
 def test_path_page_heat_map_marks_optimum_and_window_limited(client, site, vantage):
-    _done(site, vantage, bps=500e6, streams=1, window_bytes=1 << 20, window_limited=True)
-    _done(site, vantage, bps=540e6, streams=4, window_bytes=1 << 20)
+    for i in range(3):  # paths.MIN_RUNS a cell
+        _done(site, vantage, minutes_ago=60 + i, bps=500e6, streams=1, window_bytes=1 << 20, window_limited=True)
+        _done(site, vantage, minutes_ago=60 + i, bps=540e6, streams=4, window_bytes=1 << 20)
     html = client.get("/sites/loopback/?vantage=local").content.decode()
     assert "optimum\n  <strong>1 stream, window 1.00 MiB</strong>" in html
+    assert "(median 500.0 Mbit/s over n = 3 runs, the cheapest setting within 10 % of the best" in html
     assert html.count("★") == 2  # the optimum's cell and the legend
     assert 'class="num optimum limited"' in html
 
@@ -173,3 +177,31 @@ def test_grid_flags_path_in_alert(client, site, vantage):
 
 def test_grid_post_not_allowed(client, db):
     assert client.post("/grid/").status_code == 405
+
+
+def test_path_page_quick_vs_full_says_median_and_too_few(client, site, vantage):
+    def validate(i, err):
+        full = 100e6
+        _done(
+            site,
+            vantage,
+            minutes_ago=i,
+            mode="validate",
+            bps=full,
+            validate_quick_bps=full * (1 + err / 100),
+            validate_error_pct=err,
+            validate_quick_converged=True,
+        )
+
+    validate(1, 2.0)
+    html = " ".join(client.get("/sites/loopback/?vantage=local&mode=validate").content.decode().split())
+    assert (
+        "1 validate run (quick estimate and full run on one connection): too few runs for a median and p90 of "
+        "|error| (they need 3)."
+    ) in html
+    assert "0.0 %" not in html.split('id="quick-vs-full">')[1].split("</p>")[0]
+    validate(2, -4.0)
+    validate(3, 6.0)
+    html = " ".join(client.get("/sites/loopback/?vantage=local&mode=validate").content.decode().split())
+    assert "3 validate runs (quick estimate and full run on one connection): median |error| 4.0 %, p90 |error| " in html
+    assert "of what quick mode reports (n = 3)." in html

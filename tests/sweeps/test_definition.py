@@ -169,6 +169,11 @@ def test_list_command(network, capsys):
     )
 
 
+def test_list_command_with_no_sweeps_says_so(db, capsys):
+    call_command("sweep", "list")
+    assert capsys.readouterr().out == ("no sweeps defined (create one with `manage.py sweep create NAME --every 1h`)\n")
+
+
 def test_run_command_unknown_name(network):
     make_sweep("known")
     with pytest.raises(CommandError, match=r"^no sweep named 'nope': defined sweeps are known$"):

@@ -193,3 +193,43 @@ def test_admin_cannot_add_or_edit_measurements_by_hand(client, network):
     assert view.status_code == 200 and 'name="_save"' not in view.content.decode()
     assert client.post(f"/admin/measure/measurement/{m.pk}/change/", {"status": "done"}).status_code == 403
     assert Measurement.objects.get(pk=m.pk).status == "queued"
+
+
+def _admin_state(client, run):
+    html = client.get("/admin/sweeps/sweeprun/").content.decode()
+    return re.search(r'<td class="field-state">([^<]*)</td>', html)[1]
+
+
+def test_admin_run_state_agrees_with_the_run_page(client, run):
+    _admin(client)
+    assert _admin_state(client, run) == "running, 0 done of 4 cells"
+    _finish(run)
+    page = " ".join(client.get(f"/sweeps/{run.slug}/").content.decode().split())
+    assert "finished</span> 4 cells: 4 done" in page
+    assert _admin_state(client, run) == "finished, 4 done of 4 cells"
+    view = client.get(f"/admin/sweeps/sweeprun/{run.pk}/change/").content.decode()
+    assert "finished, 4 done of 4 cells" in view and ">planned<" not in view
+
+
+def test_admin_run_state_before_its_start_offset(client, network):
+    _admin(client)
+    sweep = make_sweep()
+    starts = timezone.now().replace(microsecond=0) + timezone.timedelta(minutes=5)
+    SweepRun.objects.create(sweep=sweep, trigger="beat", starts_at=starts)
+    assert _admin_state(client, None) == f"waiting for its start offset (starts {starts:%H:%M:%S} UTC)"
+
+
+def test_admin_measurement_figures_in_units_and_times_in_utc(client, network):
+    _admin(client)
+    m = factories.make_done_measurement(site=network[0][0], vantage=network[1][0], quick_bps=25978974260.0)
+    Measurement.objects.filter(pk=m.pk).update(created_at="2026-11-26T19:10:34Z")
+    changelist = client.get("/admin/measure/measurement/").content.decode()
+    assert '<td class="field-quick_bps_shown">26.0 Gbit/s</td>' in changelist
+    assert '<td class="field-cumulative_bps_shown">8.10 Gbit/s</td>' in changelist
+    assert "2026-11-26 19:10:34 UTC" in changelist and "p.m." not in changelist
+    assert "25978974260" not in changelist
+    view = " ".join(client.get(f"/admin/measure/measurement/{m.pk}/change/").content.decode().split())
+    assert '<div class="readonly">26.0 Gbit/s</div>' in view
+    assert '<div class="readonly">1.15 GiB (1234567890 B)</div>' in view  # bytes_sent
+    assert '<div class="readonly">45 µs</div>' in view  # rtt_us
+    assert "25978974260" not in view

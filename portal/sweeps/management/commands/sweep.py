@@ -152,7 +152,11 @@ class Command(BaseCommand):
         return f"{t.cells} cells: {counts}; {format_bytes(t.bytes_sent)} sent"
 
     def _list(self, **options):
-        for sweep in Sweep.objects.all():
+        sweeps = list(Sweep.objects.all())
+        if not sweeps:
+            # Silence reads like a failed query; say there are none and how to make one.
+            self.stdout.write("no sweeps defined (create one with `manage.py sweep create NAME --every 1h`)")
+        for sweep in sweeps:
             self.stdout.write(
                 f"{sweep.name}\t{'enabled' if sweep.enabled else 'paused'}\t{sweep.schedule_text}\t"
                 f"{len(sweep.settings_matrix())} setting(s)"
