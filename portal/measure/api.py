@@ -427,25 +427,33 @@ def measurement_trace(request, id: str):
 )
 def measurements_csv(request, filters: Query[CsvQuery]):
     """All measurements (oldest first) as CSV, optionally of one site and within [since, until]."""
+    queryset, period, site_slug, problems = _export_filters(request, filters, CSV_PARAMS, Measurement.objects.all())
+    if problems:
+        return Answer(400, {"errors": problems})
+    name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
+    return measurement_csv_response(queryset, period, name)
+
+
+def _export_filters(request, filters, allowed, queryset):
+    """The CSV export's filters (site, since, until) on queryset: (queryset of the site, the
+    period, the site's slug, problems), problems naming every parameter not in `allowed` and
+    every value that is wrong (period None then)."""
     problems = {
-        name: [f"unknown parameter {name!r}: allowed are {', '.join(CSV_PARAMS)}."]
-        for name in sorted(set(request.GET) - set(CSV_PARAMS))
+        name: [f"unknown parameter {name!r}: allowed are {', '.join(allowed)}."]
+        for name in sorted(set(request.GET) - set(allowed))
     }
-    queryset = Measurement.objects.all()
     site_slug = (filters.site or "").strip()
     if site_slug:
         site = Site.objects.filter(slug=site_slug).first() if "\x00" not in site_slug else None
         if site is None:
             problems["site"] = [f"unknown site {site_slug[:64]!r}: use a slug from /api/v1/sites."]
         queryset = queryset.filter(site=site)
+    period = None
     try:
         period = parse_period(request.GET)
     except BadQuery as exc:
         problems.update(exc.errors)
-    if problems:
-        return Answer(400, {"errors": problems})
-    name = f"measurements-{site_slug}.csv" if site_slug else "measurements.csv"
-    return measurement_csv_response(queryset, period, name)
+    return queryset, period, site_slug, problems
 
 
 LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 100, 500
@@ -475,23 +483,12 @@ def measurement_list(request, filters: Query[ListQuery]):
     """The rows /measurements.csv exports (same site, since and until), oldest first so a page
     stays the same while new tests arrive; each as GET /measurements/{id} gives it, except
     that a running test's progress leaves out its samples (read those one test at a time)."""
-    problems = {
-        name: [f"unknown parameter {name!r}: allowed are {', '.join(LIST_PARAMS)}."]
-        for name in sorted(set(request.GET) - set(LIST_PARAMS))
-    }
-    queryset = Measurement.objects.select_related("site", "vantage").defer("result")
-    site_slug = (filters.site or "").strip()
-    if site_slug:
-        site = Site.objects.filter(slug=site_slug).first() if "\x00" not in site_slug else None
-        if site is None:
-            problems["site"] = [f"unknown site {site_slug[:64]!r}: use a slug from /api/v1/sites."]
-        queryset = queryset.filter(site=site)
-    try:
-        queryset = parse_period(request.GET).filter(queryset)
-    except BadQuery as exc:
-        problems.update(exc.errors)
+    queryset, period, _, problems = _export_filters(
+        request, filters, LIST_PARAMS, Measurement.objects.select_related("site", "vantage").defer("result")
+    )
     if problems:
         return Answer(400, {"errors": problems})
+    queryset = period.filter(queryset)
     count = queryset.count()
     rows = queryset.order_by("created_at", "pk")[filters.offset : filters.offset + filters.limit]
     items = [measurement_json(request, m) for m in rows]
