@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from .models import Vantage
-from .vocab import vantage_queue
+from .models import Measurement, Vantage
+from .vocab import Status, vantage_queue
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,29 @@ def touch(vantage_id=None, name=None):
     """Marks the vantage as seen now (by pk or by name)."""
     rows = Vantage.objects.filter(pk=vantage_id) if vantage_id is not None else Vantage.objects.filter(name=name)
     rows.update(last_seen=timezone.now())
+
+
+class VantageBusy(Exception):
+    """The vantage already runs its max_concurrent_tests: the test waits for its turn."""
+
+
+def hold_slot(measurement_id):
+    """Inside the claim's transaction: locks the measurement's vantage row, so two claims from
+    one vantage take turns, and raises VantageBusy if it already runs max_concurrent_tests.
+    The worker's pool is that size (portal/launch.py); this holds the bound even for a second
+    worker on the same queue or a setting lowered before the worker restarted."""
+    row = (
+        Vantage.objects.select_for_update(of=("self",))
+        .filter(measurements=measurement_id)
+        .values_list("pk", "max_concurrent_tests")
+        .first()
+    )
+    if row is None:  # the measurement is gone: the claim finds nothing either
+        return
+    vantage_id, limit = row
+    running = Measurement.objects.filter(vantage_id=vantage_id, status=Status.RUNNING).count()
+    if running >= limit:
+        raise VantageBusy(f"vantage busy: {running} of its {limit} concurrent tests running")
 
 
 def online_since(now=None):
