@@ -142,7 +142,7 @@ class Vantage(models.Model):
 
 
 # Measurement columns that no page shows: writing only these (the running test's heartbeat,
-# every HEARTBEAT_INTERVAL_S) need not make the site's cached pages new.
+# every HEARTBEAT_TEST_S) need not make the site's cached pages new.
 UNSHOWN_FIELDS = frozenset({"heartbeat_at"})
 
 

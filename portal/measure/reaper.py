@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def reap(now=None, heartbeat_s=None, queued_s=None):
     now = now or timezone.now()
-    heartbeat_s = settings.REAPER_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+    heartbeat_s = settings.HEARTBEAT_TEST_LOST_S if heartbeat_s is None else heartbeat_s
     queued_s = settings.REAPER_QUEUED_S if queued_s is None else queued_s
     stale = now - timedelta(seconds=heartbeat_s)
     silent = Q(status=Status.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))

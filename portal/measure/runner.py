@@ -237,7 +237,7 @@ def run_prober(measurement, sink):
             proc,
             sink.handle_line,
             lambda: heartbeat(measurement.pk),
-            settings.HEARTBEAT_INTERVAL_S,
+            settings.HEARTBEAT_TEST_S,
             measurement.duration_s + settings.PROBER_MARGIN_S,
         )
     finally:

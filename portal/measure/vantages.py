@@ -1,7 +1,7 @@
 """Vantage presence, in one place: what this host offers as a vantage (its kernel and
 congestion controls), its registration when its worker starts, every write of
 Vantage.last_seen (at registration, periodically from the worker, and when a test starts),
-and what counts as online: a worker heartbeat within VANTAGE_OFFLINE_S."""
+and what counts as online: a worker heartbeat within HEARTBEAT_VANTAGE_OFFLINE_S."""
 
 import logging
 import os
@@ -99,7 +99,7 @@ def hold_slot(measurement_id):
 
 def online_since(now=None):
     """A vantage is online while its last heartbeat is at or after this moment."""
-    return (now or timezone.now()) - timedelta(seconds=settings.VANTAGE_OFFLINE_S)
+    return (now or timezone.now()) - timedelta(seconds=settings.HEARTBEAT_VANTAGE_OFFLINE_S)
 
 
 def online(queryset=None, now=None):
@@ -121,7 +121,7 @@ def offline_reason(vantage, now=None):
         return f"vantage {vantage.name} is offline: its worker has never been seen"
     return (
         f"vantage {vantage.name} is offline: no heartbeat from its worker since "
-        f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.VANTAGE_OFFLINE_S:g} s)"
+        f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.HEARTBEAT_VANTAGE_OFFLINE_S:g} s)"
     )
 
 
@@ -141,13 +141,13 @@ def _refresh(name):
 
 
 def _refresh_every(name, stopping):
-    while not stopping.wait(settings.VANTAGE_HEARTBEAT_S):
+    while not stopping.wait(settings.HEARTBEAT_VANTAGE_S):
         _refresh(name)
 
 
 class VantagePresence(bootsteps.StartStopStep):
     """A worker that consumes a vantage queue registers the host it runs on, then refreshes its
-    last_seen every VANTAGE_HEARTBEAT_S, so pages can tell a live vantage from one whose worker
+    last_seen every HEARTBEAT_VANTAGE_S, so pages can tell a live vantage from one whose worker
     is gone even when no test is asked of it. Added to the worker in portal/celery.py."""
 
     requires = {"celery.worker.components:Timer"}

@@ -17,11 +17,11 @@ CELERY_APP = "portal.celery"
 
 # Short timings so each drill ends in seconds; every bound a drill asserts derives from these.
 TIMINGS = {
-    "HEARTBEAT_INTERVAL_S": "0.5",
-    "VANTAGE_HEARTBEAT_S": "1",
+    "HEARTBEAT_TEST_S": "0.5",
+    "HEARTBEAT_VANTAGE_S": "1",
     # Longer than a worker takes to come back after a kill: only a vantage that stays away is offline.
-    "VANTAGE_OFFLINE_S": "15",
-    "REAPER_HEARTBEAT_S": "4",
+    "HEARTBEAT_VANTAGE_OFFLINE_S": "15",
+    "HEARTBEAT_TEST_LOST_S": "4",
     "REAPER_INTERVAL_S": "1",
     "REAPER_QUEUED_S": "120",
     "WATCHDOG_GRACE_S": "3",

@@ -66,8 +66,8 @@ def test_beat_fires_sweep_on_interval_and_pause_stops_it(processes, iperf3_port,
     own_queue = f"sweeps-test-{name}"
     common = {
         "VANTAGE_NAME": name,
-        "VANTAGE_HEARTBEAT_S": "0.5",
-        "HEARTBEAT_INTERVAL_S": "0.5",
+        "HEARTBEAT_VANTAGE_S": "0.5",
+        "HEARTBEAT_TEST_S": "0.5",
         "REAPER_INTERVAL_S": "86400",
     }
     worker, worker_log = processes("worker", launch.vantage_worker(name, extra_queues=[own_queue]), common)
