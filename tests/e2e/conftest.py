@@ -31,6 +31,12 @@ class Worker:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
+    def stop(self, timeout=60):
+        """SIGTERM to the main process only, as `docker compose stop` sends it: a warm shutdown
+        that lets the running test finish and leaves the queued ones on the broker."""
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout)
+
 
 @pytest.fixture
 def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
