@@ -23,8 +23,8 @@ def _done_count(run, vantage):
 
 
 def test_two_vantages_one_site_one_stopped_mid_sweep(client, start_worker, iperf3_port, settings):
-    # Three missed beats of the workers' 0.5 s heartbeat, with room for a loaded machine.
-    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 4.0
+    # Twelve missed beats of the workers' 0.5 s heartbeat: room for a loaded shared machine.
+    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 6.0
     tag = secrets.token_hex(3)
     east = start_worker(name=f"east-{tag}")
     west = start_worker(name=f"west-{tag}")
@@ -35,7 +35,7 @@ def test_two_vantages_one_site_one_stopped_mid_sweep(client, start_worker, iperf
 
     # Both measure (taking turns at the site); then west's host stops, as `compose stop` does.
     servers.wait_until(
-        lambda: _done_count(run, east.name) >= 1 and _done_count(run, west.name) >= 1, 40, "a done cell from each"
+        lambda: _done_count(run, east.name) >= 1 and _done_count(run, west.name) >= 1, 60, "a done cell from each"
     )
     west.stop()
     west_done = _done_count(run, west.name)
@@ -46,7 +46,7 @@ def test_two_vantages_one_site_one_stopped_mid_sweep(client, start_worker, iperf
         tasks.reap()
         return run_totals(run).finished
 
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 60
     while not settled():
         assert time.monotonic() < deadline, run_totals(run).counts
         time.sleep(0.5)
