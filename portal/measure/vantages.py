@@ -85,11 +85,11 @@ def hold_slot(measurement_id):
     worker on the same queue or a setting lowered before the worker restarted."""
     row = (
         Vantage.objects.select_for_update(of=("self",))
-        .filter(measurements=measurement_id)
+        .filter(measurements=measurement_id, measurements__status=Status.QUEUED)
         .values_list("pk", "max_concurrent_tests")
         .first()
     )
-    if row is None:  # the measurement is gone: the claim finds nothing either
+    if row is None:  # not queued (a task delivered twice, a finished row) or gone: the claim finds nothing
         return
     vantage_id, limit = row
     running = Measurement.objects.filter(vantage_id=vantage_id, status=Status.RUNNING).count()

@@ -27,6 +27,13 @@ def test_claim_vantage_at_its_limit_waits_without_spending_attempts(db, vantage,
     assert (waiting.status, waiting.started_at, waiting.failure_code) == ("queued", None, "")
 
 
+def test_run_task_delivered_twice_does_nothing_without_waiting(db, vantage):
+    # Its own running row must not count against it: the duplicate ends, it is not retried.
+    running = _running(vantage, "elsewhere")
+    assert runner.run(running.pk) is None
+    assert Measurement.objects.get(pk=running.pk).status == "running"
+
+
 def test_claim_vantage_below_its_limit_runs(db, vantage):
     vantage.max_concurrent_tests = 2
     vantage.save()
