@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected
 
 from workers import prober
 
@@ -286,6 +287,17 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
         if not claim(measurement_id):
             log.info("measurement %s is not queued any more; nothing to do", measurement_id)
             return None
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, DeadlockDetected):
+            raise
+        # A request queueing a test holds its user's and site's rows; this claim's site version
+        # bump and foreign-key check take them the other way round, and PostgreSQL may pick the
+        # claim as the victim (twice: _reconnecting tried again). Nothing changed: the test waits.
+        raise TryLater(
+            backoff(0),
+            "deadlock with a request",
+            {"site_busy_attempts": site_busy_attempts, "server_busy_attempts": server_busy_attempts},
+        ) from None
     except vantages.VantageBusy as busy:
         # Never fails, and spends no site-busy attempt: a test waits for its vantage's turn.
         raise TryLater(

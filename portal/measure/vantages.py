@@ -83,8 +83,11 @@ def hold_slot(measurement_id):
     one vantage take turns, and raises VantageBusy if it already runs max_concurrent_tests.
     The worker's pool is that size (portal/launch.py); this holds the bound even for a second
     worker on the same queue or a setting lowered before the worker restarted."""
+    # FOR NO KEY UPDATE, not FOR UPDATE: a request inserting a measurement holds its site's row
+    # and takes FOR KEY SHARE on the vantage's (the foreign key check), which FOR UPDATE would
+    # block while this claim waits for that site row (its version bump): a deadlock.
     row = (
-        Vantage.objects.select_for_update(of=("self",))
+        Vantage.objects.select_for_update(no_key=True, of=("self",))
         .filter(measurements=measurement_id, measurements__status=Status.QUEUED)
         .values_list("pk", "max_concurrent_tests")
         .first()
