@@ -33,10 +33,10 @@ def test_two_vantages_one_site_one_stopped_mid_sweep(client, start_worker, iperf
     run = planning.fire(sweep.pk, trigger="command")
     assert run_totals(run).cells == 8  # 4 settings x 2 vantages, one site
 
-    # Both measure (taking turns at the site); then west's host stops, as `compose stop` does.
-    servers.wait_until(
-        lambda: _done_count(run, east.name) >= 1 and _done_count(run, west.name) >= 1, 60, "a done cell from each"
-    )
+    # West stops (as `compose stop` does) as soon as it has a result: the site serves one
+    # test at a time and whichever vantage claims it first may run several before the other
+    # gets a turn, so waiting for both could see west finish its whole share first.
+    servers.wait_until(lambda: _done_count(run, west.name) >= 1, 60, "a done cell from west")
     west.stop()
     west_done = _done_count(run, west.name)
     assert west_done < 4, "west finished before it was stopped: this proved nothing"
