@@ -1,9 +1,11 @@
 """The Celery app (Celery's Django layout: `celery -A portal worker`).
 
 Measurement tasks go to the queue of the measurement's vantage (`vantage.<name>`, chosen when
-the task is sent); a worker on a prober host consumes its own vantage queue and the shared
-`celery` queue (reaper, sweeps). Tasks live in the Django apps' tasks.py (autodiscovered);
-task and queue names are in portal/measure/vocab.py.
+the task is sent); a worker on a prober host consumes only its own vantage queue, and the
+housekeeping worker the shared `celery` queue (the reaper and task watchdog, which beat sends
+every REAPER_INTERVAL_S, sweeps, alert deliveries): maintenance never runs inside a request.
+Every worker and beat is started through portal/launch.py. Tasks live in the Django apps'
+tasks.py (autodiscovered); task and queue names are in portal/measure/vocab.py.
 """
 
 import os

@@ -332,14 +332,27 @@ VANTAGE_NAME = env_str("VANTAGE_NAME", "local")
 # The prober may run this long past the requested duration (connect and protocol timeouts,
 # the drain before TEST_END) before the runner kills it as overrun.
 PROBER_MARGIN_S = env_number("PROBER_MARGIN_S", 20.0, kind=float, minimum=1.0)
-# How often a worker refreshes its vantage's last_seen.
-VANTAGE_HEARTBEAT_S = env_number("VANTAGE_HEARTBEAT_S", 10.0, kind=float, minimum=0.1)
-# A vantage counts as online while its last heartbeat is this recent (three missed beats):
-# offline ones are not offered, and their queued tests fail as vantage_offline.
-VANTAGE_OFFLINE_S = env_number("VANTAGE_OFFLINE_S", 3 * VANTAGE_HEARTBEAT_S, kind=float, minimum=0.1)
-HEARTBEAT_INTERVAL_S = env_number("HEARTBEAT_INTERVAL_S", 2.0, kind=float, minimum=0.1)
-# A running row whose heartbeat is older than this belongs to a lost worker.
-REAPER_HEARTBEAT_S = env_number("REAPER_HEARTBEAT_S", 30.0, kind=float, minimum=1.0)
+# Heartbeats, one family: HEARTBEAT_<what>_S is how often it beats, HEARTBEAT_<what>_<then>_S
+# how long a silence may last before it counts as gone.
+# A running test (its worker writes heartbeat_at, and checks it was not cancelled):
+HEARTBEAT_TEST_S = env_number("HEARTBEAT_TEST_S", 2.0, kind=float, minimum=0.1)
+# ... a running row silent this long belongs to a lost worker: failed worker_lost.
+HEARTBEAT_TEST_LOST_S = env_number("HEARTBEAT_TEST_LOST_S", 30.0, kind=float, minimum=1.0)
+# A vantage (its worker refreshes Vantage.last_seen, test or no test):
+HEARTBEAT_VANTAGE_S = env_number("HEARTBEAT_VANTAGE_S", 10.0, kind=float, minimum=0.1)
+# ... online while its last beat is this recent (three missed beats): offline ones are not
+# offered, and their queued tests fail as vantage_offline.
+HEARTBEAT_VANTAGE_OFFLINE_S = env_number(
+    "HEARTBEAT_VANTAGE_OFFLINE_S", 3 * HEARTBEAT_VANTAGE_S, kind=float, minimum=0.1
+)
+for _old, _new in {
+    "HEARTBEAT_INTERVAL_S": "HEARTBEAT_TEST_S",
+    "REAPER_HEARTBEAT_S": "HEARTBEAT_TEST_LOST_S",
+    "VANTAGE_HEARTBEAT_S": "HEARTBEAT_VANTAGE_S",
+    "VANTAGE_OFFLINE_S": "HEARTBEAT_VANTAGE_OFFLINE_S",
+}.items():
+    if env_str(_old) is not None:
+        raise ImproperlyConfigured(f"{_old} is now named {_new}: rename it in the environment (same meaning)")
 # A queued row older than this will never run (no worker for its vantage, or retries exhausted).
 REAPER_QUEUED_S = env_number("REAPER_QUEUED_S", 3600.0, kind=float, minimum=1.0)
 # A queued row whose task is due this long and is not on the broker lost its task: the watchdog

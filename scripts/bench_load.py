@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_portal  # noqa: E402 - the shared database lifecycle and data of the portal benchmarks
 
+from portal import launch  # noqa: E402
 from tests import servers  # noqa: E402
 from tests.faults import proxy  # noqa: E402 - nginx with the repo's config on spare ports
 
@@ -109,42 +110,10 @@ def start_stack(stack, ports, workdir):
             ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
             ready=lambda p=port: servers.listening(p),
         )
-    celery = [py, "-m", "celery", "-A", "portal"]
-    stack.start(
-        "worker",
-        [
-            *celery,
-            "worker",
-            "-Q",
-            f"vantage.{VANTAGE}",
-            "--concurrency",
-            "2",
-            "--without-gossip",
-            "--without-mingle",
-            "-l",
-            "INFO",
-            "-n",
-            f"{VANTAGE}@%h",
-        ],
-    )
-    stack.start(
-        "housekeeping",
-        [
-            *celery,
-            "worker",
-            "-Q",
-            "celery",
-            "--concurrency",
-            "1",
-            "--without-gossip",
-            "--without-mingle",
-            "-l",
-            "INFO",
-            "-n",
-            "bench-housekeeping@%h",
-        ],
-    )
-    stack.start("beat", [*celery, "beat", "-l", "INFO"])
+    # make run's command lines (portal/launch.py), this bench's vantage and node names.
+    stack.start("worker", launch.vantage_worker(VANTAGE))
+    stack.start("housekeeping", launch.housekeeping_worker(node="bench-housekeeping"))
+    stack.start("beat", launch.beat())
     web = servers.free_port()
     stack.start(
         "gunicorn",
@@ -254,8 +223,8 @@ def main():
     if not source_url or not os.environ.get("REDIS_URL"):
         sys.exit("DATABASE_URL and REDIS_URL must be set: run `make bench-load`")
     started = time.time()
-    db_url = bench_portal.bench_url(source_url)
-    bench_portal.recreate_database(source_url)
+    db_url = bench_portal.SCRATCH.url(source_url)
+    bench_portal.SCRATCH.create(source_url)
     bench_portal.setup_django(db_url)
     workdir = tempfile.mkdtemp(prefix="bench-load-")
     env = dict(
@@ -269,7 +238,7 @@ def main():
     )
     stack = Stack(workdir, env)
     try:
-        print(f"loading {args.rows:,} measurements into {bench_portal.BENCH_DB} ...", flush=True)
+        print(f"loading {args.rows:,} measurements into {bench_portal.SCRATCH.name} ...", flush=True)
         conf, ports = prepare(args.rows, args.seed, args.users)
         web = start_stack(stack, ports, workdir)
         with proxy.nginx(Path(workdir) / "nginx", web) as nginx_port:
@@ -278,7 +247,7 @@ def main():
         text, errors = report(samples, args.users, args.seconds, args.rows, outcome_of_tests(), started)
     finally:
         stack.stop()
-        bench_portal.drop_database(source_url)
+        bench_portal.SCRATCH.drop(source_url)
     print(text)
     Path(args.out).write_text(text)
     print(f"written to {os.path.relpath(args.out, ROOT)}; logs in {workdir}")

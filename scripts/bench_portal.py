@@ -35,60 +35,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts import bench_portal_report, httpload, ports  # noqa: E402
+from scripts import bench_portal_report, benchdb, httpload, ports  # noqa: E402
 
 # One database per run: two people running the benchmark at once must not drop each other's.
-BENCH_DB = f"portal_bench_{os.getpid()}"
+SCRATCH = benchdb.Scratch("portal_bench", "bench-portal")
 SITE_SLUG = "bench-site"
 VANTAGE = "bench-vantage"
 USERS = 10
 
 
 # --- database lifecycle ------------------------------------------------------------------
-
-
-def bench_url(url):
-    parts = urlsplit(url)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        sys.exit(f"bench-portal needs PostgreSQL: DATABASE_URL={url!r} is not postgres://...")
-    return urlunsplit(parts._replace(path="/" + BENCH_DB))
-
-
-def admin_connect(url):
-    import psycopg
-
-    parts = urlsplit(url)
-    return psycopg.connect(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 5432,
-        user=parts.username or "postgres",
-        password=parts.password or None,
-        dbname="postgres",
-        autocommit=True,
-    )
-
-
-def recreate_database(url):
-    with admin_connect(url) as conn:
-        # A killed run leaves its database behind: drop those whose process is gone.
-        for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'portal\\_bench\\_%'"):
-            pid = name.rsplit("_", 1)[1]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-
-
-def drop_database(url):
-    from django.db import connections
-
-    connections.close_all()
-    with admin_connect(url) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
 
 
 def setup_django(db_url):
@@ -546,7 +506,7 @@ def run(args, db_url):
         call_command("migrate", verbosity=0)  # a kept database may predate the code
         site, permalink = find_data()
     else:
-        print(f"loading {args.rows:,} measurements into {BENCH_DB} ...", flush=True)
+        print(f"loading {args.rows:,} measurements into {SCRATCH.name} ...", flush=True)
         site, permalink, figures["load_s"], _ = populate(args.rows, args.seed)
     figures["site_rows"] = Measurement.objects.filter(site=site).count()
     figures["trace_samples"] = permalink.trace.sample_count
@@ -604,24 +564,23 @@ def main():
         csv_child(args.csv_child, buffered=args.buffered)
         return
 
-    global BENCH_DB
     source_url = os.environ.get("DATABASE_URL")
     if not source_url:
         sys.exit("DATABASE_URL is not set: run `make bench-portal`, or set DATABASE_URL=postgres://...")
     if args.db:
-        BENCH_DB = args.db
+        SCRATCH.name = args.db
         args.keep_db = True
     elif args.csv_rows and args.csv_rows < args.rows:
         sys.exit(f"--csv-rows ({args.csv_rows}) must be at least --rows ({args.rows})")
-    db_url = bench_url(source_url)
+    db_url = SCRATCH.url(source_url)
     if not args.db:
-        recreate_database(source_url)
+        SCRATCH.create(source_url)
     setup_django(db_url)
     try:
         figures = run(args, db_url)
     finally:
         if not args.keep_db:
-            drop_database(source_url)
+            SCRATCH.drop(source_url)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(figures, indent=1))

@@ -10,7 +10,7 @@ Run as `make bench-sweep` (DATABASE_URL: the PostgreSQL server; REDIS_URL: the b
    their tasks once committed) vs send 1,000 no-op Celery tasks to a queue no one reads.
    Reported: median times and their ratio (target <= 2x), SQL queries per run at 100 and at
    1,000 sites (must be the same), and the broker's queue length after a run (= cells).
-3. One more run, executed by a real worker (prefork, 2): every cell but a sample is cancelled
+3. One more run, executed by a real worker (make run's, one test at a time): every cell but a sample is cancelled
    first (as the admin's cancel does), so the worker takes all 1,000 messages, runs the sample
    for real against the iperf3 pool and finds the rest cancelled. Reported: cells in each final
    state, cells lost (not final; target 0), messages left on the broker.
@@ -34,37 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_portal import admin_connect, urlsplit, urlunsplit  # noqa: E402
+from benchdb import Scratch  # noqa: E402
 
-BENCH_DB = f"portal_bsweep_{os.getpid()}"
+from portal import launch  # noqa: E402
+
+SCRATCH = Scratch("portal_bsweep", "bench-sweep")
 VANTAGE = f"bsweep-{os.getpid()}"
 NOOP_QUEUE = f"bench-sweep-noop-{os.getpid()}"
 RATIO_TARGET = 2.0
 LATENCY_TARGET_MS = 200.0
-
-
-def bench_url(url):
-    parts = urlsplit(url)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        sys.exit(f"bench-sweep needs PostgreSQL: DATABASE_URL={url!r} is not postgres://...")
-    return urlunsplit(parts._replace(path="/" + BENCH_DB))
-
-
-def recreate_database(url):
-    with admin_connect(url) as conn:
-        for (name,) in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'portal\\_bsweep\\_%'"):
-            pid = name.rsplit("_", 1)[1]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-
-
-def drop_database(url):
-    from django.db import connections
-
-    connections.close_all()
-    with admin_connect(url) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
 
 
 def setup_django(db_url):
@@ -181,27 +159,8 @@ def start_worker(db_url):
     env = dict(os.environ, DATABASE_URL=db_url, PYTHONUNBUFFERED="1")
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "worker",
-                "-Q",
-                f"vantage.{VANTAGE}",
-                "--concurrency",
-                "2",
-                "-P",
-                "prefork",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-l",
-                "WARNING",
-                "-n",
-                f"{VANTAGE}@%h",
-            ],
+            # make run's command line (portal/launch.py): the vantage's default, one at a time.
+            launch.vantage_worker(VANTAGE, loglevel="WARNING"),
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -280,8 +239,8 @@ def main():
     source_url, redis_url = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
     if not source_url or not redis_url:
         sys.exit("DATABASE_URL and REDIS_URL must be set: run `make bench-sweep`")
-    db_url = bench_url(source_url)
-    recreate_database(source_url)
+    db_url = SCRATCH.url(source_url)
+    SCRATCH.create(source_url)
     setup_django(db_url)
     pool, ports = start_iperf_pool(args.pool)
     try:
@@ -291,7 +250,7 @@ def main():
 
         for proc in pool:
             servers.stop(proc)
-        drop_database(source_url)
+        SCRATCH.drop(source_url)
     print(report)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(report)

@@ -163,53 +163,15 @@ def main():
         )
         site, vantage, password, token, admin_password = prepare(iperf_port)
         py = sys.executable
-        from portal.measure.vocab import SHARED_QUEUE
-
-        celery = [py, "-m", "celery", "-A", "portal"]
-        # As docker-compose.yml runs them: beat never inside a worker (-B), so a killed worker
-        # leaves no orphaned scheduler, and the reaper runs on a worker of its own, so a lost
-        # vantage worker is found with no new request arriving.
-        procs.start(
-            "celery worker",
-            [
-                *celery,
-                "worker",
-                "-Q",
-                vantage.queue_name + ",alerts",  # alert notices: never on the housekeeping worker
-                "--concurrency",
-                "2",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "INFO",
-                "-n",
-                f"{vantage.name}@%h",
-            ],
-            restart=True,
-        )
-        procs.start(
-            "housekeeping worker",
-            [
-                *celery,
-                "worker",
-                "-Q",
-                SHARED_QUEUE,
-                "--concurrency",
-                "1",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "INFO",
-                "-n",
-                "housekeeping@%h",
-            ],
-            restart=True,
-        )
-        procs.start(
-            "celery beat",
-            [*celery, "beat", "-S", "django_celery_beat.schedulers:DatabaseScheduler", "-l", "INFO"],
-            restart=True,
-        )
+        # As docker-compose.yml runs them, through the one launcher (portal/launch.py): beat never
+        # inside a worker (-B), so a killed worker leaves no orphaned scheduler, and the reaper
+        # runs on a worker of its own, so a lost vantage worker is found with no new request
+        # arriving. A restart runs the launcher again: it rereads the vantage's concurrency.
+        launch = [py, "-m", "portal.launch"]
+        procs.start("celery worker", [*launch, "vantage", "--name", vantage.name], restart=True)
+        procs.start("housekeeping worker", [*launch, "housekeeping"], restart=True)
+        procs.start("alerts worker", [*launch, "alerts"], restart=True)
+        procs.start("celery beat", [*launch, "beat"], restart=True)
         procs.start(
             "web server",
             [

@@ -7,7 +7,8 @@ web process killed between commit and send), the row says so: `dispatched_at` st
 
 How a lost task is known: the row records when its current task was sent (`dispatched_at`)
 and when it is due to start (`due_at`: at once, or after a retry's countdown). The watchdog
-(run by the reaper task, which beat schedules every REAPER_INTERVAL_S) looks at `queued` rows:
+(run by the reaper task, which beat sends to the housekeeping worker every REAPER_INTERVAL_S,
+never inside a request) looks at `queued` rows:
 
 - never sent: sent now;
 - due more than WATCHDOG_GRACE_S ago and its message is not waiting in its vantage's queue
@@ -19,8 +20,9 @@ and when it is due to start (`due_at`: at once, or after a retry's countdown). T
 A message still in the queue is waiting for its vantage's worker, not lost: the reaper's
 REAPER_QUEUED_S bound covers an offline vantage. Sending again is always safe: a worker runs a
 measurement only after claiming it (queued -> running in one UPDATE), so a duplicate message
-finds nothing to do. The broker's queue can be read for Redis and kombu's filesystem
-transport; with another broker overdue rows are left to REAPER_QUEUED_S.
+finds nothing to do. The broker's queue is read with redis-py in Celery's documented Redis
+layout (redis_lists) or from kombu's file-system transport's folder; with another broker
+overdue rows are left to REAPER_QUEUED_S.
 """
 
 import json
@@ -29,6 +31,7 @@ import re
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -196,30 +199,51 @@ def waiting_measurements(queues):
 
     try:
         with app.connection_for_read() as conn:
-            conn.ensure_connection(max_retries=1)
-            channel = conn.default_channel
-            driver = conn.transport.driver_type
-            if driver == "redis":
-                payloads = list(_redis_payloads(channel, queues))
-            elif driver == "filesystem":
-                payloads = list(_filesystem_payloads(channel, queues))
-            else:
-                return None
+            url, options = conn.as_uri(include_password=True), conn.transport_options
+        scheme = urlsplit(url).scheme
+        if scheme in {"redis", "rediss"}:
+            payloads = list(_redis_payloads(url, options, queues))
+        elif scheme == "filesystem":
+            payloads = list(_filesystem_payloads(options, queues))
+        else:
+            return None
     except Exception as exc:  # noqa: BLE001 - the broker is down: the next tick tries again
         log.warning("watchdog: cannot read the broker's queues (%s)", exc)
         return None
     return {pk for pk in map(measurement_of, payloads) if pk is not None}
 
 
-def _redis_payloads(channel, queues):
-    with channel.conn_or_acquire() as client:
+# Celery's documented Redis layout ("Redis Message Priorities" in its docs): a queue's messages
+# wait in Redis lists, the first priority step's under the queue's own name and each other
+# step's under the name, the separator and the step. Both come from the broker transport
+# options (kombu's defaults below), so a deployment that sets them is still read right.
+DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
+DEFAULT_PRIORITY_SEP = "\x06\x16"
+
+
+def redis_lists(queue, options):
+    """The Redis keys a queue's waiting messages are stored under."""
+    steps = options.get("priority_steps", DEFAULT_PRIORITY_STEPS)
+    sep = options.get("sep", DEFAULT_PRIORITY_SEP)
+    return [f"{queue}{sep}{step}" if step else queue for step in steps]
+
+
+def _redis_payloads(url, options, queues):
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    try:
         for queue in queues:
-            for priority in channel.priority_steps:
-                yield from client.lrange(channel._q_for_pri(queue, priority), 0, -1)
+            for key in redis_lists(queue, options):
+                yield from client.lrange(key, 0, -1)
+    finally:
+        client.close()
 
 
-def _filesystem_payloads(channel, queues):
-    folder = Path(channel.data_folder_in)
+def _filesystem_payloads(options, queues):
+    # kombu's file-system transport (make run without REDIS_URL): one file per message,
+    # named after its queue, in data_folder_in.
+    folder = Path(options["data_folder_in"])
     for queue in queues:
         for path in folder.glob(f"*.{queue}.msg"):
             try:

@@ -119,6 +119,14 @@ class Vantage(models.Model):
     congestion_controls = models.JSONField(default=list, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
+    # Two tests from one host share its uplink and CPU and measure each other, so one at a
+    # time unless an admin knows the uplink has room (portal/launch.py, runner.claim).
+    max_concurrent_tests = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(16)],
+        help_text="Throughput tests this vantage runs at once (1-16). More than 1 only where its uplink and "
+        "CPU have room for several; its worker picks a change up when it restarts.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -144,7 +152,7 @@ class Vantage(models.Model):
 QUICK_WIDE_PCT = 10.0
 
 # Measurement columns that no page shows: writing only these (the running test's heartbeat,
-# every HEARTBEAT_INTERVAL_S) need not make the site's cached pages new.
+# every HEARTBEAT_TEST_S) need not make the site's cached pages new.
 UNSHOWN_FIELDS = frozenset({"heartbeat_at"})
 
 

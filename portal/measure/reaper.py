@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def reap(now=None, heartbeat_s=None, queued_s=None):
     now = now or timezone.now()
-    heartbeat_s = settings.REAPER_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+    heartbeat_s = settings.HEARTBEAT_TEST_LOST_S if heartbeat_s is None else heartbeat_s
     queued_s = settings.REAPER_QUEUED_S if queued_s is None else queued_s
     stale = now - timedelta(seconds=heartbeat_s)
     silent = Q(status=Status.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
@@ -29,7 +29,17 @@ def reap(now=None, heartbeat_s=None, queued_s=None):
         failure_reason=f"worker lost: no heartbeat from the worker for more than {heartbeat_s:g} s; the test was abandoned.",
     )
     old = now - timedelta(seconds=queued_s)
-    stuck = list(Measurement.objects.filter(status=Status.QUEUED, created_at__lt=old).values_list("pk", flat=True))
+    # A vantage runs one test at a time by default, so a long sweep's last tests wait their
+    # turn for longer than queued_s: while the vantage is still working through its queue (a
+    # test of it heartbeated within heartbeat_s) its queued rows wait; they never fail for it.
+    moving = Measurement.objects.filter(
+        status__in=(Status.RUNNING, Status.DONE, Status.FAILED), heartbeat_at__gte=stale
+    ).values("vantage_id")
+    stuck = list(
+        Measurement.objects.filter(status=Status.QUEUED, created_at__lt=old)
+        .exclude(vantage_id__in=moving)
+        .values_list("pk", flat=True)
+    )
     stuck_count = Measurement.objects.filter(pk__in=stuck, status=Status.QUEUED, created_at__lt=old).update(
         status=Status.FAILED,
         finished_at=now,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected
 
 from workers import prober
 
@@ -165,12 +166,14 @@ def _reconnecting(write):
 @_reconnecting
 def claim(measurement_id):
     """Move the row from queued to running. True if we got it; False if someone else did or it
-    is finished; IntegrityError if another measurement of the same site is running.
+    is finished; IntegrityError if another measurement of the same site is running;
+    vantages.VantageBusy if its vantage runs as many tests as it may.
 
     The UPDATE may wait on the one-running-per-site index for the site's previous test to commit,
     so started_at is stamped only after it returned (a clock read before it, or a database Now()
     or clock_timestamp() in the same SET, would precede that test's finished_at)."""
     with transaction.atomic():
+        vantages.hold_slot(measurement_id)
         claimed = Measurement.objects.filter(pk=measurement_id, status=Status.QUEUED).update(
             status=Status.RUNNING, failure_code="", failure_reason=""
         )
@@ -269,7 +272,7 @@ def run_prober(measurement, sink, address=None):
             proc,
             sink.handle_line,
             lambda: heartbeat(measurement.pk),
-            settings.HEARTBEAT_INTERVAL_S,
+            settings.HEARTBEAT_TEST_S,
             measurement.duration_s + settings.PROBER_MARGIN_S,
         )
     finally:
@@ -318,6 +321,24 @@ def run(measurement_id, site_busy_attempts=0, server_busy_attempts=0):
         if not claim(measurement_id):
             log.info("measurement %s is not queued any more; nothing to do", measurement_id)
             return None
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, DeadlockDetected):
+            raise
+        # A request queueing a test holds its user's and site's rows; this claim's site version
+        # bump and foreign-key check take them the other way round, and PostgreSQL may pick the
+        # claim as the victim (twice: _reconnecting tried again). Nothing changed: the test waits.
+        raise TryLater(
+            backoff(0),
+            "deadlock with a request",
+            {"site_busy_attempts": site_busy_attempts, "server_busy_attempts": server_busy_attempts},
+        ) from None
+    except vantages.VantageBusy as busy:
+        # Never fails, and spends no site-busy attempt: a test waits for its vantage's turn.
+        raise TryLater(
+            backoff(0),
+            str(busy),
+            {"site_busy_attempts": site_busy_attempts, "server_busy_attempts": server_busy_attempts},
+        ) from None
     except IntegrityError:
         # Another measurement of this site is running (possibly from another vantage).
         if site_busy_attempts >= settings.SITE_BUSY_RETRIES:

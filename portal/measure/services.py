@@ -1,4 +1,7 @@
-"""Creating measurements: the one path from a valid form (page or API) to a queued task."""
+"""Creating measurements: the one path from a valid form (page or API) to a queued task.
+
+No maintenance here: failing abandoned rows and resending lost tasks is the housekeeping
+worker's (tasks.reap, sent by beat every REAPER_INTERVAL_S), so a request never pays for it."""
 
 import logging
 
@@ -7,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 from psycopg.errors import DeadlockDetected
 
-from . import quotas, reaper
+from . import quotas
 from .dispatch import queue_measurement
 from .forms import MeasurementForm
 from .models import Measurement, Site
@@ -28,8 +31,6 @@ def request_measurement(form_data, user, longer_of=None):
         form = MeasurementForm(data=form_data)
     if not form.is_valid():
         raise ValidationError(form.errors.as_data())
-    # Opportunistic: a user asking for a test is a good moment to clear abandoned rows.
-    reaper.reap()
     requester = user if user is not None and user.is_authenticated else None
     fields = form.measurement_fields()
     if longer_of is not None:

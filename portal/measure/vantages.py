@@ -1,7 +1,7 @@
 """Vantage presence, in one place: what this host offers as a vantage (its kernel and
 congestion controls), its registration when its worker starts, every write of
 Vantage.last_seen (at registration, periodically from the worker, and when a test starts),
-and what counts as online: a worker heartbeat within VANTAGE_OFFLINE_S."""
+and what counts as online: a worker heartbeat within HEARTBEAT_VANTAGE_OFFLINE_S."""
 
 import logging
 import os
@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from .models import Vantage
-from .vocab import vantage_queue
+from .models import Measurement, Vantage
+from .vocab import Status, vantage_queue
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,35 @@ def touch(vantage_id=None, name=None):
     rows.update(last_seen=timezone.now())
 
 
+class VantageBusy(Exception):
+    """The vantage already runs its max_concurrent_tests: the test waits for its turn."""
+
+
+def hold_slot(measurement_id):
+    """Inside the claim's transaction: locks the measurement's vantage row, so two claims from
+    one vantage take turns, and raises VantageBusy if it already runs max_concurrent_tests.
+    The worker's pool is that size (portal/launch.py); this holds the bound even for a second
+    worker on the same queue or a setting lowered before the worker restarted."""
+    # FOR NO KEY UPDATE, not FOR UPDATE: a request inserting a measurement holds its site's row
+    # and takes FOR KEY SHARE on the vantage's (the foreign key check), which FOR UPDATE would
+    # block while this claim waits for that site row (its version bump): a deadlock.
+    row = (
+        Vantage.objects.select_for_update(no_key=True, of=("self",))
+        .filter(measurements=measurement_id, measurements__status=Status.QUEUED)
+        .values_list("pk", "max_concurrent_tests")
+        .first()
+    )
+    if row is None:  # not queued (a task delivered twice, a finished row) or gone: the claim finds nothing
+        return
+    vantage_id, limit = row
+    running = Measurement.objects.filter(vantage_id=vantage_id, status=Status.RUNNING).count()
+    if running >= limit:
+        raise VantageBusy(f"vantage busy: {running} of its {limit} concurrent tests running")
+
+
 def online_since(now=None):
     """A vantage is online while its last heartbeat is at or after this moment."""
-    return (now or timezone.now()) - timedelta(seconds=settings.VANTAGE_OFFLINE_S)
+    return (now or timezone.now()) - timedelta(seconds=settings.HEARTBEAT_VANTAGE_OFFLINE_S)
 
 
 def online(queryset=None, now=None):
@@ -98,7 +124,7 @@ def offline_reason(vantage, now=None):
         return f"vantage {vantage.name} is offline: its worker has never been seen"
     return (
         f"vantage {vantage.name} is offline: no heartbeat from its worker since "
-        f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.VANTAGE_OFFLINE_S:g} s)"
+        f"{vantage.last_seen:%Y-%m-%d %H:%M:%S} UTC (more than {settings.HEARTBEAT_VANTAGE_OFFLINE_S:g} s)"
     )
 
 
@@ -118,13 +144,13 @@ def _refresh(name):
 
 
 def _refresh_every(name, stopping):
-    while not stopping.wait(settings.VANTAGE_HEARTBEAT_S):
+    while not stopping.wait(settings.HEARTBEAT_VANTAGE_S):
         _refresh(name)
 
 
 class VantagePresence(bootsteps.StartStopStep):
     """A worker that consumes a vantage queue registers the host it runs on, then refreshes its
-    last_seen every VANTAGE_HEARTBEAT_S, so pages can tell a live vantage from one whose worker
+    last_seen every HEARTBEAT_VANTAGE_S, so pages can tell a live vantage from one whose worker
     is gone even when no test is asked of it. Added to the worker in portal/celery.py."""
 
     requires = {"celery.worker.components:Timer"}

@@ -1,14 +1,15 @@
-"""A real Celery worker process (prefork, 2 children) on a queue of its own, against Redis and
-pytest-django's test database, running the real prober against a real iperf3 server."""
+"""Real Celery worker processes, each on a vantage queue of its own and started with make run's
+command line (portal/launch.py), against Redis and pytest-django's test database, running the
+real prober against a real iperf3 server."""
 
 import os
 import secrets
 import signal
 import subprocess
-import sys
 
 import pytest
 
+from portal import launch
 from tests import servers
 
 
@@ -30,6 +31,12 @@ class Worker:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
+    def stop(self, timeout=60):
+        """SIGTERM to the main process only, as `docker compose stop` sends it: a warm shutdown
+        that lets the running test finish and leaves the queued ones on the broker."""
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout)
+
 
 @pytest.fixture
 def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
@@ -43,45 +50,25 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
         pytest.fail("the e2e tests need REDIS_URL (make test sets it)")
     started = []
 
-    def start(extra_queues=(), extra_env=None):
-        name = f"e2e-{secrets.token_hex(4)}"
+    def start(extra_queues=(), extra_env=None, name=None, concurrency=None):
+        name = name or f"e2e-{secrets.token_hex(4)}"
         env = dict(
             os.environ,
             DATABASE_URL=_database_url(),
             VANTAGE_NAME=name,
             CACHE_KEY_PREFIX=cache_key_prefix,
-            HEARTBEAT_INTERVAL_S="0.5",
-            VANTAGE_HEARTBEAT_S="0.5",
+            HEARTBEAT_TEST_S="0.5",
+            HEARTBEAT_VANTAGE_S="0.5",
             RETRY_BASE_S="0.5",
             RETRY_MAX_S="2",
             PYTHONUNBUFFERED="1",
             **(extra_env or {}),
         )
         servers.ARTIFACTS.mkdir(exist_ok=True)
-        log = servers.ARTIFACTS / f"celery-{name}.log"
+        log = servers.ARTIFACTS / f"celery-{name}-{len(started)}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "portal",
-                    "worker",
-                    "-Q",
-                    ",".join([f"vantage.{name}", *extra_queues]),
-                    "--concurrency",
-                    "2",
-                    "-P",
-                    "prefork",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--without-heartbeat",
-                    "-l",
-                    "INFO",
-                    "-n",
-                    f"{name}@%h",
-                ],
+                launch.vantage_worker(name, extra_queues=extra_queues, concurrency=concurrency),
                 cwd=servers.REPO,
                 env=env,
                 stdout=out,
@@ -90,7 +77,15 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
                 start_new_session=True,
             )
         started.append((proc, name, extra_queues))
-        servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", proc, log)
+        # Ready once it consumes ("ready." in its log) and its vantage is registered; a second
+        # worker of one vantage finds the row already there.
+        servers.wait_until(
+            lambda: " ready." in log.read_text() and Vantage.objects.filter(name=name).exists(),
+            60,
+            "celery worker",
+            proc,
+            log,
+        )
         return Worker(proc, name, log)
 
     try:
@@ -106,5 +101,5 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
 
 @pytest.fixture
 def celery_worker(start_worker):
-    """One worker (prefork, 2 children) on a vantage of its own."""
+    """One worker on a vantage of its own (one test at a time, the default)."""
     return start_worker()

@@ -7,21 +7,21 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from portal import launch
 from tests import servers
 
 CELERY_APP = "portal.celery"
 
 # Short timings so each drill ends in seconds; every bound a drill asserts derives from these.
 TIMINGS = {
-    "HEARTBEAT_INTERVAL_S": "0.5",
-    "VANTAGE_HEARTBEAT_S": "1",
+    "HEARTBEAT_TEST_S": "0.5",
+    "HEARTBEAT_VANTAGE_S": "1",
     # Longer than a worker takes to come back after a kill: only a vantage that stays away is offline.
-    "VANTAGE_OFFLINE_S": "15",
-    "REAPER_HEARTBEAT_S": "4",
+    "HEARTBEAT_VANTAGE_OFFLINE_S": "15",
+    "HEARTBEAT_TEST_LOST_S": "4",
     "REAPER_INTERVAL_S": "1",
     "REAPER_QUEUED_S": "120",
     "WATCHDOG_GRACE_S": "3",
@@ -150,11 +150,11 @@ class Cluster:
             **(extra_env or {}),
         )
 
-    def _start(self, name, args, env=None):
+    def _start(self, name, argv, env=None):
         log = self.dir / f"{name}.log"
         with open(log, "a") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", CELERY_APP, *args],
+                argv,
                 cwd=servers.REPO,
                 env=dict(self.env, **(env or {})),
                 stdout=out,
@@ -166,29 +166,15 @@ class Cluster:
         self.procs.append(handle)
         return handle
 
-    def worker(self, vantage=None, concurrency=2):
-        """A vantage's worker (its queue only), ready once its Vantage row exists."""
+    def worker(self, vantage=None, concurrency=None):
+        """A vantage's worker (its queue only), ready once its Vantage row exists; its command
+        line is make run's and compose's (portal/launch.py)."""
         from portal.measure.models import Vantage
 
         vantage = vantage or f"faults-{secrets.token_hex(3)}"
         handle = self._start(
             f"worker-{vantage}-{len(self.procs)}",
-            [
-                "worker",
-                "-Q",
-                f"vantage.{vantage}",
-                "--concurrency",
-                str(concurrency),
-                "-P",
-                "prefork",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-l",
-                "INFO",
-                "-n",
-                f"{vantage}@%h",
-            ],
+            launch.vantage_worker(vantage, concurrency=concurrency),
             env={"VANTAGE_NAME": vantage},
         )
         before = Vantage.objects.filter(name=vantage).values_list("last_seen", flat=True).first()
@@ -204,31 +190,18 @@ class Cluster:
         handle.vantage = vantage
         return handle
 
+    def alerts(self):
+        """The alert notices' worker, as make run and compose start it (portal/launch.py)."""
+        return self._start(f"alerts-{len(self.procs)}", launch.alerts_worker(node=f"alerts-{secrets.token_hex(3)}"))
+
     def housekeeping(self):
         """The worker of the shared queue (reaper, watchdog, sweeps), as docker-compose runs it."""
         return self._start(
-            f"housekeeping-{len(self.procs)}",
-            [
-                "worker",
-                "-Q",
-                "celery",
-                "--concurrency",
-                "1",
-                "-P",
-                "prefork",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-l",
-                "INFO",
-                "-n",
-                f"housekeeping-{secrets.token_hex(3)}@%h",
-            ],
+            f"housekeeping-{len(self.procs)}", launch.housekeeping_worker(node=f"housekeeping-{secrets.token_hex(3)}")
         )
 
     def beat(self):
-        # The scheduler is settings.CELERY_BEAT_SCHEDULER (django-celery-beat), as in compose.
-        return self._start(f"beat-{len(self.procs)}", ["beat", "-l", "INFO"])
+        return self._start(f"beat-{len(self.procs)}", launch.beat())
 
     def stop(self):
         # All at once (each warm shutdown takes seconds), then wait for each.

@@ -10,7 +10,7 @@ from portal.measure.models import Measurement
 from tests import servers
 from tests.faults.cluster import TIMINGS
 
-HEARTBEAT_S = float(TIMINGS["REAPER_HEARTBEAT_S"])
+HEARTBEAT_S = float(TIMINGS["HEARTBEAT_TEST_LOST_S"])
 INTERVAL_S = float(TIMINGS["REAPER_INTERVAL_S"])
 GRACE_S = float(TIMINGS["WATCHDOG_GRACE_S"])
 # A lost worker's row is failed within this of the kill: silence threshold, two reaper ticks

@@ -123,3 +123,27 @@ def test_watchdog_ignores_running_and_finished_rows(db, broker, redis_server, se
 def test_measurement_of_reads_task_id_or_args(headers, expected):
     assert dispatch.measurement_of(json.dumps({"headers": headers})) == expected
     assert dispatch.measurement_of(b"not json") is None
+
+
+def test_watchdog_finds_a_task_sent_with_a_priority(db, broker, redis_server, settings):
+    """A message at another priority step waits in a list of its own: still not lost."""
+    m = make_queued()
+    broker.send_task("measure.run", args=[m.pk], queue=queue_of(m), task_id=dispatch.task_id(m.pk), priority=9)
+    Measurement.objects.filter(pk=m.pk).update(dispatched_at=timezone.now())
+    assert waiting_ids(redis_server, m) == []  # not under the queue's own name
+    later = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S + 60)
+    assert dispatch.waiting_measurements({queue_of(m)}) == {m.pk}
+    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
+
+
+@pytest.mark.parametrize("options", [{}, {"priority_steps": list(range(10)), "sep": ":"}])
+def test_redis_lists_match_the_redis_transports_layout(options):
+    # The product reads Celery's documented layout; this pins it to what kombu really does.
+    from kombu.transport.redis import Channel
+
+    channel = Channel.__new__(Channel)
+    channel.priority_steps = options.get("priority_steps", Channel.priority_steps)
+    channel.sep = options.get("sep", Channel.sep)
+    assert dispatch.redis_lists("vantage.x", options) == [
+        channel._q_for_pri("vantage.x", step) for step in channel.priority_steps
+    ]

@@ -81,6 +81,14 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
         token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)
         iperf = int(re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", log.read_text()).group(1))
+        # The launcher (portal/launch.py) execs Celery once Django is set up: wait for that.
+        servers.wait_until(
+            lambda: _children(proc.pid, "-A portal beat") and _children(proc.pid, "-n runfault@"),
+            30,
+            "beat and the vantage worker exec'd by the launcher",
+            proc,
+            log,
+        )
         beats = _children(proc.pid, "-A portal beat")
         workers = _children(proc.pid, "-n runfault@")
         assert len(beats) == 1, f"beat should run as a process of its own: {[_cmdline(p) for p in beats]}"

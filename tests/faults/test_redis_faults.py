@@ -103,7 +103,7 @@ def test_redis_down_longer_than_vantage_offline_queued_test_still_runs(
     site = factories.make_site(port=iperf3_port)
     redis_server.stop()
     slug = drills.request(client, token, site=site.slug, vantage=running.vantage, duration_s=2)
-    time.sleep(float(cluster.env["VANTAGE_OFFLINE_S"]) + 3)
+    time.sleep(float(cluster.env["HEARTBEAT_VANTAGE_OFFLINE_S"]) + 3)
     redis_server.start()
     m = drills.wait_status(slug, {"done", "failed"}, drills.LOST_TASK_BOUND_S + 30, cluster)
     assert (m.status, m.failure_code) == ("done", ""), m.failure_reason

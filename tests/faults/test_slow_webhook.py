@@ -4,12 +4,12 @@ and notices go to their own queue and worker, so the reaper on the housekeeping 
 on time while a receiver holds a delivery."""
 
 import re
-import shlex
 import time
 
 import pytest
 from django.utils import timezone
 
+from portal import launch
 from portal.alerts import delivery as delivery_mod
 from portal.alerts import tasks as alert_tasks
 from portal.alerts.models import Delivery
@@ -42,30 +42,25 @@ def test_slow_webhook_delivery_ends_at_the_total_deadline(db, alert, settings): 
     )
 
 
-def test_compose_alerts_worker_is_not_the_housekeeping_worker(settings):
+def test_alerts_worker_is_not_the_housekeeping_worker(settings):
+    # compose and make run start both through the launcher: alert notices on a queue and a
+    # worker of their own, never the shared queue's (the reaper, the watchdog, sweeps)
     compose = (servers.REPO / "docker-compose.yml").read_text()
-    queues = {
-        service: re.search(r'"-Q", "([^"]+)"', block).group(1)
-        for service, block in re.findall(r"^  (\w+):\n((?:    .*\n)+)", compose, re.M)
-        if '"-Q"' in block
-    }
+    commands = dict(re.findall(r"^  (\w+):\n(?:    .*\n)*?    command: \[(.*)\]", compose, re.M))
+    assert commands["alerts"] == '"python", "-m", "portal.launch", "alerts"'
+    assert commands["housekeeping"] == '"python", "-m", "portal.launch", "housekeeping"'
     assert settings.ALERTS_QUEUE == "alerts" != SHARED_QUEUE
-    assert queues == {"housekeeping": SHARED_QUEUE, "alerts": "alerts"}
-
-
-def _alerts_worker(cluster):
-    """The `alerts` service's command from docker-compose.yml, against the drill's Redis."""
-    compose = (servers.REPO / "docker-compose.yml").read_text()
-    block = re.search(r"^  alerts:\n((?:    .*\n)+)", compose, re.M).group(1)
-    argv = shlex.split(re.search(r"command: \[(.*)\]", block).group(1).replace(",", " "))
-    assert argv[:3] == ["celery", "-A", "portal"]
-    args = [a.replace("alerts@%h", f"alerts-{time.monotonic_ns()}@%h") for a in argv[3:]]
-    return cluster._start("alerts", [*args, "--without-heartbeat"])
+    alerts = launch.alerts_worker()
+    assert alerts[alerts.index("-Q") + 1] == "alerts"
+    assert alerts[alerts.index("--concurrency") + 1] == "2"
+    assert launch.housekeeping_queues() == [SHARED_QUEUE]
+    run_py = (servers.REPO / "scripts" / "run.py").read_text()
+    assert '[*launch, "alerts"]' in run_py
 
 
 def test_slow_webhook_never_delays_the_reaper(cluster, broker, alert, settings):  # noqa: F811
     cluster.housekeeping()
-    _alerts_worker(cluster)
+    cluster.alerts()
     stale = timezone.now() - timezone.timedelta(seconds=60)
     lost = factories.make_measurement(
         site=alert.site, vantage=alert.vantage, status="running", started_at=stale, heartbeat_at=stale

@@ -70,3 +70,29 @@ def test_reaper_frees_site_for_next_claim(site, vantage):
     waiting = factories.make_measurement(site=site, vantage=vantage)
     reaper.reap(heartbeat_s=30)
     assert runner.claim(waiting.pk) is True
+
+
+def test_reaper_old_queued_waits_while_its_vantage_works_through_its_queue(site, vantage, make_vantage):
+    """One test at a time per vantage: a long sweep's last tests wait past REAPER_QUEUED_S
+    for their turn; they fail only once their vantage stops starting tests."""
+    now = timezone.now()
+    waiting = factories.make_measurement(site=site, vantage=vantage, created_at=now - datetime.timedelta(hours=2))
+    elsewhere = factories.make_site(slug="elsewhere")
+    busy = factories.make_measurement(
+        site=elsewhere, vantage=vantage, status="running", heartbeat_at=now - datetime.timedelta(seconds=5)
+    )
+    # Another vantage's work does not keep this one's rows waiting.
+    idle = factories.make_measurement(
+        site=site, vantage=make_vantage(name="idle"), created_at=now - datetime.timedelta(hours=2)
+    )
+    assert reaper.reap(now=now, queued_s=3600, heartbeat_s=30) == {
+        "worker_lost": 0,
+        "queued_too_long": 1,
+        "vantage_offline": 0,
+    }
+    assert Measurement.objects.get(pk=waiting.pk).status == "queued"
+    assert Measurement.objects.get(pk=idle.pk).failure_code == "queued_too_long"
+    # The running test finished a minute ago and nothing started since: the queue stands still.
+    Measurement.objects.filter(pk=busy.pk).update(status="done", heartbeat_at=now - datetime.timedelta(seconds=60))
+    assert reaper.reap(now=now, queued_s=3600, heartbeat_s=30)["queued_too_long"] == 1
+    assert Measurement.objects.get(pk=waiting.pk).failure_code == "queued_too_long"

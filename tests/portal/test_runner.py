@@ -156,7 +156,7 @@ def test_runner_prober_killed_failed_with_signal(transactional_db, quickprobe_bi
 
 
 def test_runner_reaped_mid_run_stops_prober(transactional_db, quickprobe_bin, iperf3_port, vantage, settings):
-    settings.HEARTBEAT_INTERVAL_S = 0.2
+    settings.HEARTBEAT_TEST_S = 0.2
     site = factories.make_site(port=iperf3_port)
     m = factories.make_measurement(site=site, vantage=vantage, mode="full", duration_s=10)
 

@@ -12,11 +12,11 @@ from tests import factories
 
 
 def _stale(settings, seconds_past=1):
-    return timezone.now() - datetime.timedelta(seconds=settings.VANTAGE_OFFLINE_S + seconds_past)
+    return timezone.now() - datetime.timedelta(seconds=settings.HEARTBEAT_VANTAGE_OFFLINE_S + seconds_past)
 
 
 def test_form_offline_vantage_not_offered_and_refused(site, vantage, settings):
-    settings.VANTAGE_OFFLINE_S = 30
+    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 30
     factories.make_vantage(name="silent", last_seen=_stale(settings))
     form = MeasurementForm(data={"site": site.slug, "vantage": "silent"})
     assert [value for value, _ in form.fields["vantage"].widget.choices] == ["local"]
@@ -26,7 +26,7 @@ def test_form_offline_vantage_not_offered_and_refused(site, vantage, settings):
 
 
 def test_form_no_vantage_online_says_so(site, vantage, settings):
-    settings.VANTAGE_OFFLINE_S = 30
+    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 30
     type(vantage).objects.filter(pk=vantage.pk).update(last_seen=_stale(settings))
     form = MeasurementForm(data={"site": site.slug})
     assert form.errors == {
@@ -35,7 +35,7 @@ def test_form_no_vantage_online_says_so(site, vantage, settings):
 
 
 def test_reaper_fails_queued_of_offline_vantage_at_once(site, vantage, settings):
-    settings.VANTAGE_OFFLINE_S = 30
+    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 30
     silent = factories.make_vantage(name="silent", last_seen=timezone.now() - datetime.timedelta(seconds=31))
     waiting = factories.make_measurement(site=site, vantage=silent)
     alive = factories.make_measurement(site=site, vantage=vantage)

@@ -5,13 +5,13 @@ the firings without restarting beat."""
 import os
 import secrets
 import subprocess
-import sys
 import time
 
 import pytest
 import redis
 from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
+from portal import launch
 from portal.measure.models import Vantage
 from portal.sweeps.models import Sweep, SweepRun
 from portal.sweeps.summary import run_totals
@@ -28,7 +28,7 @@ def processes(transactional_db, quickprobe_bin, cache_key_prefix, settings):
     """Starts celery processes against the test database; stops them all at the end."""
     started = []
 
-    def start(kind, args, env_extra):
+    def start(kind, argv, env_extra):
         env = dict(
             os.environ,
             DATABASE_URL=_database_url(),
@@ -40,7 +40,7 @@ def processes(transactional_db, quickprobe_bin, cache_key_prefix, settings):
         log = servers.ARTIFACTS / f"sweeps-{kind}-{secrets.token_hex(3)}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "portal", kind, *args],
+                argv,
                 cwd=servers.REPO,
                 env=env,
                 stdout=out,
@@ -66,37 +66,17 @@ def test_beat_fires_sweep_on_interval_and_pause_stops_it(processes, iperf3_port,
     own_queue = f"sweeps-test-{name}"
     common = {
         "VANTAGE_NAME": name,
-        "VANTAGE_HEARTBEAT_S": "0.5",
-        "HEARTBEAT_INTERVAL_S": "0.5",
+        "HEARTBEAT_VANTAGE_S": "0.5",
+        "HEARTBEAT_TEST_S": "0.5",
         "REAPER_INTERVAL_S": "86400",
     }
-    worker, worker_log = processes(
-        "worker",
-        [
-            "-Q",
-            f"vantage.{name},{own_queue}",
-            "--concurrency",
-            "2",
-            "-P",
-            "prefork",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-l",
-            "INFO",
-            "-n",
-            f"{name}@%h",
-        ],
-        common,
-    )
+    worker, worker_log = processes("worker", launch.vantage_worker(name, extra_queues=[own_queue]), common)
     servers.wait_until(lambda: Vantage.objects.filter(name=name).exists(), 60, "celery worker", worker, worker_log)
 
     sweep = make_sweep("every-2s", every_text="2s", duration_s=3)
     PeriodicTask.objects.filter(pk=sweep.periodic_task_id).update(queue=own_queue)
     PeriodicTasks.update_changed()
-    beat, beat_log = processes(
-        "beat", ["-S", "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1", "-l", "INFO"], common
-    )
+    beat, beat_log = processes("beat", launch.beat(max_interval=1), common)
     try:
 
         def a_run_done():

@@ -1,5 +1,5 @@
 """With a real worker: its vantage is online while the worker heartbeats; once the worker is
-killed the vantage goes offline within VANTAGE_OFFLINE_S, a sweep skips it, and its queued
+killed the vantage goes offline within HEARTBEAT_VANTAGE_OFFLINE_S, a sweep skips it, and its queued
 test fails as vantage_offline at the reaper's next pass."""
 
 import time
@@ -20,11 +20,11 @@ pytestmark = pytest.mark.e2e
 
 
 def test_killed_worker_vantage_goes_offline_sweep_skips_queued_fails(celery_worker, settings):  # noqa: F811
-    settings.VANTAGE_OFFLINE_S = 2.0  # the worker heartbeats every 0.5 s (the fixture's setting)
+    settings.HEARTBEAT_VANTAGE_OFFLINE_S = 2.0  # the worker heartbeats every 0.5 s (the fixture's setting)
     site = factories.make_site(slug="nowhere", port=9)  # never reached: the vantage goes offline first
     time.sleep(2.5)
     vantage = Vantage.objects.get(name=celery_worker.name)
-    assert is_online(vantage), "a live worker's vantage must stay online past VANTAGE_OFFLINE_S"
+    assert is_online(vantage), "a live worker's vantage must stay online past HEARTBEAT_VANTAGE_OFFLINE_S"
     celery_worker.kill()
     waiting = factories.make_measurement(site=site, vantage=vantage)  # as if its task were on the broker
     time.sleep(2.5)
