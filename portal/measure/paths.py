@@ -2,7 +2,7 @@
 one path (vantage -> site).
 
 A site seen from two vantages is two paths with different bottlenecks, RTTs and time-of-day
-patterns; quick estimates, 20 s runs and validate runs answer different questions. So every
+patterns; quick estimates, full runs and validate runs answer different questions. So every
 analysis here is for one path and keeps the modes apart.
 
 Everything here aggregates in the database and returns a bounded amount of data (at most a
