@@ -185,3 +185,19 @@ def test_overview_and_grid_pick_the_same_latest_and_mark_it(site, make_vantage):
     grid_html = client.get("/grid/").content.decode()
     for html in (sites_html, grid_html):
         assert '3.00 Gbit/s <span class="tag" data-mark="deadline"' in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "result,mark",
+    [
+        (dict(quick_answered=True, quick_converged=False), "deadline"),
+        (dict(quick_answered=False, quick_converged=False), "fell_back"),
+        (dict(quick_answered=True, quick_converged=True), "converged"),
+    ],
+)
+def test_api_marks_the_headline_as_the_permalink_does(api_client, site, vantage, result, mark):
+    m = factories.make_done_measurement(site=site, vantage=vantage, result=factories.sample_result_event(**result))
+    body = api_client.get(f"/api/v1/measurements/{m.slug}").json()
+    assert (body["headline_mark"], body["headline_bps"]) == (mark, m.headline_bps)
+    assert m.quick_mark == mark
