@@ -224,6 +224,11 @@ class MeasurementOut(Schema):
     failure_code: str
     failure_reason: str
     headline_bps: Optional[float]
+    headline_mark: str = Field(
+        description="How headline_bps stands to quick mode, as every page marks it: converged, deadline (answered "
+        "at its deadline), estimate (an older prober's answer), fell_back or not_entered (the full run's "
+        "average); empty for full and validate tests."
+    )
     results: Optional[Results] = Field(description="When status is done; units as in prober/EVENTS.md.")
     progress: Optional[Progress] = Field(description="While queued or running.")
 
@@ -384,6 +389,7 @@ def measurement_json(request, m):
         # The stored reason (prober stderr, host:port, an admin's name) only for staff and the requester.
         "failure_reason": m.failure_reason if m.failure_detail_visible_to(request.auth) else m.public_failure_reason,
         "headline_bps": m.headline_bps,
+        "headline_mark": m.quick_mark if m.status == Status.DONE else "",
         "results": {f.name: getattr(m, f.name) for f in RESULT_FIELDS} if m.status == Status.DONE else None,
         "progress": progress.read(m.pk) if not m.is_finished else None,
     }

@@ -151,6 +151,19 @@ class Vantage(models.Model):
 # that matter when reading a path (say 100 vs 120 Mbit/s), so the figure alone would mislead.
 QUICK_WIDE_PCT = 10.0
 
+# How a quick test's figure stands to quick mode (Measurement.quick_mark_of: the one rule every
+# page marks a figure by; templates/measure/_quick_mark.html has the words): converged (quick
+# mode's answer, its interval within the tolerance), deadline (its answer at the deadline, with
+# the interval the evidence allows), estimate (its answer, from a prober before the converging
+# window said either), fell_back (it did not converge and was asked to measure until converged:
+# the full run's average), not_entered (slow-start never ended: the whole run's average).
+QUICK_MARKS = ("converged", "deadline", "estimate", "fell_back", "not_entered")
+# The marks whose figure is quick_bps (quick mode answered); the others show the full run's.
+QUICK_ANSWERS = frozenset({"converged", "deadline", "estimate"})
+# Site hosts that are this machine: no cross traffic can share such a path, so the prober's
+# "(cross traffic?)" guess is left out of what their tests' pages say.
+LOOPBACK_HOSTS = frozenset({"localhost", "::1", "ip6-localhost"})
+
 # Measurement columns that no page shows: writing only these (the running test's heartbeat,
 # every HEARTBEAT_TEST_S) need not make the site's cached pages new.
 UNSHOWN_FIELDS = frozenset({"heartbeat_at"})
@@ -282,6 +295,54 @@ class Measurement(models.Model):
         quick_converged, which then meant the same. None where neither says."""
         return self.quick_converged if self.quick_answered is None else self.quick_answered
 
+    @staticmethod
+    def quick_mark_of(mode, quick_mode_entered, quick_answered, quick_converged):
+        """The one rule for how a test's figure stands to quick mode (a QUICK_MARKS key, "" for
+        full and validate tests): from the row's columns, so pages that read values() rows
+        (sweep cells, the overview, the grid, the CSV) mark a figure as the permalink does."""
+        if mode != Mode.QUICK:
+            return ""
+        if not quick_mode_entered:
+            return "not_entered"
+        taken = quick_converged if quick_answered is None else quick_answered
+        if taken is False:
+            return "fell_back"
+        if quick_converged is None:
+            return "estimate"
+        return "converged" if quick_converged else "deadline"
+
+    @property
+    def quick_mark(self):
+        return self.quick_mark_of(self.mode, self.quick_mode_entered, self.quick_answered, self.quick_converged)
+
+    @property
+    def saving(self):
+        """What quick mode saved against a run of this test's own -t (paths.quick_saving, the
+        one definition); None for full and validate tests and unfinished ones."""
+        from .paths import quick_saving  # paths imports this module
+
+        if self.mode != Mode.QUICK or self.status != Status.DONE or self.elapsed_s is None:
+            return None
+        answered = self.quick_mark in QUICK_ANSWERS
+        return quick_saving(answered, self.duration_s, self.elapsed_s, self.bytes_sent, self.headline_bps)
+
+    @property
+    def site_is_loopback(self):
+        host = self.site.host.strip().lower()
+        return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+    def _path_words(self, text):
+        # The prober guesses "cross traffic?" when the rate changed level with the link full;
+        # on a loopback site nothing else shares the path: the guess would mislead.
+        if text and self.site_is_loopback:
+            return text.replace(" (cross traffic?)", "")
+        return text
+
+    @property
+    def quick_bound_words(self):
+        """quick_bound_text in words that fit the path."""
+        return self._path_words(self.quick_bound_text)
+
     @property
     def headline_bps(self):
         # Same rule as paths.headline_expr: an estimate that was not the answer (the run fell
@@ -389,7 +450,7 @@ class Measurement(models.Model):
         """Why a quick window that did not converge stayed open, in words ("" when not known)."""
         if self.quick_converged is not False or not self.quick_held_by:
             return ""
-        return QUICK_HOLDS.get(self.quick_held_by, self.quick_held_by)
+        return self._path_words(QUICK_HOLDS.get(self.quick_held_by, self.quick_held_by))
 
     @property
     def is_finished(self):

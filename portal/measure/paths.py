@@ -2,7 +2,7 @@
 one path (vantage -> site).
 
 A site seen from two vantages is two paths with different bottlenecks, RTTs and time-of-day
-patterns; quick estimates, 20 s runs and validate runs answer different questions. So every
+patterns; quick estimates, full runs and validate runs answer different questions. So every
 analysis here is for one path and keeps the modes apart.
 
 Everything here aggregates in the database and returns a bounded amount of data (at most a
@@ -12,6 +12,7 @@ rows costs. Traces are never read here. The views cache what these return under 
 data version (pagecache.py); nothing here caches.
 """
 
+import dataclasses
 import datetime
 import statistics
 import zoneinfo
@@ -20,8 +21,10 @@ from django.db import connection
 from django.db.models import (
     Aggregate,
     Avg,
+    BooleanField,
     Case,
     Count,
+    ExpressionWrapper,
     F,
     FloatField,
     Max,
@@ -65,19 +68,110 @@ TREND_RECENT_DAYS = 7
 TREND_PRIOR_DAYS = 21
 
 
-def headline_expr(prefix=""):
-    """The SQL form of Measurement.headline_bps: the quick estimate if quick mode was entered,
-    else what a plain iperf run reports."""
+def quick_answer_q(prefix=""):
+    """The SQL form of "quick mode answered" (Measurement.quick_mark in QUICK_ANSWERS, given a
+    quick test): quick_bps is the result."""
     # A quick estimate that was not the answer is never the headline: the run went on to -t and
     # its whole-run figure is the result (prober/EVENTS.md). quick_answered says so (issue 24);
     # rows from before it have it null and say it with quick_converged (null on older rows still).
     converged = Q(**{f"{prefix}quick_converged": True}) | Q(**{f"{prefix}quick_converged__isnull": True})
     answered = Q(**{f"{prefix}quick_answered": True}) | (Q(**{f"{prefix}quick_answered__isnull": True}) & converged)
+    return Q(**{f"{prefix}quick_mode_entered": True}) & answered
+
+
+def headline_expr(prefix=""):
+    """The SQL form of Measurement.headline_bps: the quick estimate if quick mode answered,
+    else what a plain iperf run reports."""
     return Case(
-        When(Q(**{f"{prefix}quick_mode_entered": True}) & answered, then=F(f"{prefix}quick_bps")),
+        When(quick_answer_q(prefix), then=F(f"{prefix}quick_bps")),
         default=F(f"{prefix}cumulative_bps"),
         output_field=FloatField(),
     )
+
+
+# What "latest" means on every page that shows one (the overview's "Last quick" / "Last full",
+# the grid's cells): the newest finished (done) test by created_at, the larger pk breaking a tie
+# (two rows of one bulk-created sweep can share a created_at). Requested time, not finished
+# time: a long full run finishing after a later quick test does not make it the newer result.
+LATEST_ORDER = ("-created_at", "-pk")
+
+
+def latest_first(queryset):
+    """queryset's finished tests, the latest (LATEST_ORDER) first."""
+    return queryset.filter(status=Status.DONE).order_by(*LATEST_ORDER)
+
+
+@dataclasses.dataclass(frozen=True)
+class Saving:
+    """What quick mode saved against runs of the tests' own -t: seconds and bytes not spent, of
+    the seconds and bytes those runs would have taken. Adds up over tests."""
+
+    tests: int
+    time_s: float
+    run_s: float
+    bytes: float
+    run_bytes: float
+
+    @property
+    def time_pct(self):
+        return 100.0 * self.time_s / self.run_s if self.run_s else None
+
+    @property
+    def traffic_pct(self):
+        return 100.0 * self.bytes / self.run_bytes if self.run_bytes else None
+
+    def __add__(self, other):
+        return Saving(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+
+
+NO_SAVING = Saving(0, 0.0, 0.0, 0.0, 0.0)
+
+
+def quick_savings(queryset):
+    """The Saving of these finished quick tests: quick_saving() of the sums of the answered and
+    of the other tests (two groups, one query, whatever the number of rows)."""
+    groups = (
+        queryset.filter(status=Status.DONE, mode=Mode.QUICK, elapsed_s__isnull=False)
+        .annotate(
+            answered=Case(When(quick_answer_q(), then=Value(True)), default=Value(False), output_field=BooleanField())
+        )
+        .values("answered")
+        .annotate(
+            tests=Count("pk"),
+            duration=Sum("duration_s"),
+            elapsed=Sum("elapsed_s"),
+            sent=Sum("bytes_sent"),
+            rate_t=Sum(ExpressionWrapper(headline_expr() * F("duration_s"), output_field=FloatField())),
+        )
+        .order_by()
+    )
+    total = NO_SAVING
+    for g in groups:
+        rate = g["rate_t"] / g["duration"] if g["rate_t"] is not None else None
+        total += quick_saving(g["answered"], g["duration"], g["elapsed"], g["sent"], rate, tests=g["tests"])
+    return total
+
+
+def quick_saving(answered, duration_s, elapsed_s, bytes_sent, result_bps, tests=1):
+    """The one definition of what quick mode saved (issue 27), for the permalink, the path page,
+    the sweep page and the CSV: against a run of the test's own -t (duration_s), which takes
+    duration_s seconds and sends the result's rate for that long (result_bps x duration_s / 8
+    bytes: quick_bps is what such a run would report, prober/EVENTS.md).
+
+    answered: the quick answer is the result (Measurement.quick_mark in QUICK_ANSWERS). A test
+    that was not answered (it fell back to the full run, or quick mode was never entered) ran
+    its whole -t and saved nothing. Not clamped at 0: an answer that took longer than -t (it
+    cannot, today) would show as a loss rather than be hidden.
+
+    Every term is linear, so the saving of a set of tests with the same `answered` is this
+    function of their sums (tests, duration_s, elapsed_s, bytes_sent) with result_bps their
+    duration-weighted rate, sum(rate x duration_s) / sum(duration_s): the path page sums in SQL."""
+    # An unknown rate (no figure stored) leaves the traffic out rather than count bytes_sent lost.
+    run_bytes = result_bps * duration_s / 8.0 if result_bps is not None else 0.0
+    if not answered:
+        return Saving(tests, 0.0, float(duration_s), 0.0, run_bytes)
+    saved_bytes = run_bytes - (bytes_sent or 0) if result_bps is not None else 0.0
+    return Saving(tests, duration_s - (elapsed_s or 0.0), float(duration_s), saved_bytes, run_bytes)
 
 
 class Median(Aggregate):
@@ -114,19 +208,25 @@ def _since(days, now=None):
 # --- the sites overview: every site's latest results and trend ------------------------------
 
 
-def _latest(site_ref, modes, value):
-    qs = Measurement.objects.filter(site=site_ref, status=Status.DONE, mode__in=modes).order_by("-created_at")
-    return {
+def _latest(site_ref, modes, value, marked=False):
+    # "Latest" as the grid means it (LATEST_ORDER), across the site's vantages.
+    qs = latest_first(Measurement.objects.filter(site=site_ref, mode__in=modes))
+    found = {
         "bps": Subquery(qs.annotate(v=value).values("v")[:1], output_field=FloatField()),
         "at": Subquery(qs.values("finished_at")[:1]),
         "slug": Subquery(qs.values("slug")[:1]),
     }
+    if marked:
+        # What Measurement.quick_mark_of needs to mark the figure as its permalink does.
+        for name in ("quick_mode_entered", "quick_answered", "quick_converged"):
+            found[name] = Subquery(qs.values(name)[:1])
+    return found
 
 
 def sites_overview(now=None):
     """Every enabled site with its latest quick and full results (one query: each figure is a
     correlated subquery that walks the (site, -created_at) index) and its 7-day trend."""
-    quick = _latest(OuterRef("pk"), [Mode.QUICK], headline_expr())
+    quick = _latest(OuterRef("pk"), [Mode.QUICK], headline_expr(), marked=True)
     full = _latest(OuterRef("pk"), [Mode.FULL, Mode.VALIDATE], F("full_bps"))
     sites = list(
         Site.objects.filter(enabled=True)
@@ -134,6 +234,9 @@ def sites_overview(now=None):
             last_quick_bps=quick["bps"],
             last_quick_at=quick["at"],
             last_quick_slug=quick["slug"],
+            last_quick_entered=quick["quick_mode_entered"],
+            last_quick_answered=quick["quick_answered"],
+            last_quick_converged=quick["quick_converged"],
             last_full_bps=full["bps"],
             last_full_at=full["at"],
             last_full_slug=full["slug"],
@@ -143,6 +246,13 @@ def sites_overview(now=None):
     means = trend_means(now)
     for site in sites:
         site.trend = trend_pct(*means.get(site.pk, (None, None)))
+        site.last_quick_mark = (
+            Measurement.quick_mark_of(
+                Mode.QUICK, site.last_quick_entered, site.last_quick_answered, site.last_quick_converged
+            )
+            if site.last_quick_slug
+            else ""
+        )
     return sites
 
 
@@ -496,14 +606,7 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
             "median": statistics.median(errors) if errors else None,
             "p90": errors[min(len(errors) - 1, int(0.9 * len(errors)))] if errors else None,
         }
-    quick = path_results(site_id, vantage_id, Mode.QUICK).filter(created_at__gte=since, quick_mode_entered=True)
-    saved = quick.aggregate(
-        n=Count("pk"),
-        time_s=Sum(F("full_time_s") - F("elapsed_s")),
-        bytes=Sum(F("full_bytes_estimate") - F("bytes_sent")),
-        time_pct=Median("time_saved_pct"),
-        traffic_pct=Median("traffic_saved_pct"),
-    )
+    saved = quick_savings(path_results(site_id, vantage_id, Mode.QUICK).filter(created_at__gte=since))
     return {"stat": _stat(), "days": days, "error": error, "points": points, "limit": limit, "saved": saved}
 
 
@@ -568,7 +671,8 @@ def grid(now=None):
                     F("window_bytes"),
                     F("congestion"),
                 ],
-                order_by=[F("created_at").desc(), F("pk").desc()],
+                # The grid's "latest" is the overview's: LATEST_ORDER.
+                order_by=[F(key.lstrip("-")).desc() for key in LATEST_ORDER],
             ),
         )
         .filter(rn__lte=GRID_BASELINE + 1)
@@ -584,17 +688,23 @@ def grid(now=None):
             "bps",
             "slug",
             "window_limited",
+            "pk",
+            "quick_mode_entered",
+            "quick_answered",
+            "quick_converged",
         )
     )
     series = {}
-    for site_id, vantage_id, mode, streams, window, cc, rn, created_at, bps, slug, limited in ranked:
+    for site_id, vantage_id, mode, streams, window, cc, rn, created_at, bps, slug, limited, pk, *quick in ranked:
         entry = series.setdefault((site_id, vantage_id, mode, streams, window, cc), {"rest": []})
         if rn == 1:
             entry.update(
                 at=created_at,
+                pk=pk,
                 bps=bps,
                 slug=slug,
                 mode=mode,
+                mark=Measurement.quick_mark_of(mode, *quick),
                 limited=bool(limited),
                 setting=setting_label(streams, window, cc),
             )
@@ -602,7 +712,9 @@ def grid(now=None):
             entry["rest"].append(bps)
     latest = {}
     for (site_id, vantage_id, *_), entry in series.items():
-        if "at" in entry and ((site_id, vantage_id) not in latest or entry["at"] > latest[(site_id, vantage_id)]["at"]):
+        # The path's latest across its series, by LATEST_ORDER (created_at, then pk).
+        best = latest.get((site_id, vantage_id))
+        if "at" in entry and (best is None or (entry["at"], entry["pk"]) > (best["at"], best["pk"])):
             latest[(site_id, vantage_id)] = entry
     flags = path_flags()
     rows = [

@@ -4,13 +4,13 @@ their measurements on every call, so it is never stale."""
 
 from dataclasses import dataclass, field
 
-from portal.measure.paths import headline_expr
+from portal.measure.models import QUICK_ANSWERS, Measurement
+from portal.measure.paths import NO_SAVING, headline_expr, quick_saving
 from portal.measure.units import format_window
 from portal.measure.vocab import CellState, FailureCode, Mode, Status, public_failure_reason
 
 from .models import SweepCell
 
-FULL_RUN_S = 20  # the yardstick of the savings: a classic 20 s iperf run
 # A measurement that failed for these reasons never measured the path: the cell is skipped.
 SKIPPED_FAILURES = {
     FailureCode.SITE_BUSY: "site busy past the retries",
@@ -35,10 +35,11 @@ _CELL_FIELDS = (
     "measurement__failure_code",
     "measurement__failure_reason",
     "measurement__quick_mode_entered",
+    "measurement__quick_answered",
+    "measurement__quick_converged",
+    "measurement__duration_s",
     "measurement__bytes_sent",
     "measurement__elapsed_s",
-    "measurement__full_time_s",
-    "measurement__full_bytes_estimate",
 )
 
 
@@ -49,6 +50,8 @@ class Cell:
     slug: str
     bps: float
     row: dict
+    # How the figure stands to quick mode (Measurement.quick_mark_of, the permalink's rule).
+    mark: str = ""
 
 
 @dataclass
@@ -56,24 +59,13 @@ class Totals:
     cells: int = 0
     counts: dict = field(default_factory=lambda: dict.fromkeys(CellState.values, 0))
     bytes_sent: int = 0
-    quick_tests: int = 0
-    time_s: float = 0.0
-    time_saved_s: float = 0.0
-    traffic_saved_bytes: float = 0.0
-    traffic_20s_bytes: float = 0.0
+    # What quick mode saved in the run's finished quick tests, against runs of each test's own
+    # -t (paths.quick_saving: the permalink's and the path page's definition).
+    saved: object = NO_SAVING
 
     @property
     def finished(self):
         return sum(self.counts[s] for s in FINAL_STATES) == self.cells
-
-    @property
-    def time_saved_pct(self):
-        total = self.quick_tests * FULL_RUN_S
-        return 100.0 * self.time_saved_s / total if total else None
-
-    @property
-    def traffic_saved_pct(self):
-        return 100.0 * self.traffic_saved_bytes / self.traffic_20s_bytes if self.traffic_20s_bytes else None
 
 
 def _public_reason(code):
@@ -98,21 +90,30 @@ def cell_state(row, detail=False):
     return status, ""
 
 
+def quick_mark(row):
+    """Measurement.quick_mark of a cell row's measurement."""
+    return Measurement.quick_mark_of(
+        row["mode"],
+        row["measurement__quick_mode_entered"],
+        row["measurement__quick_answered"],
+        row["measurement__quick_converged"],
+    )
+
+
 def _add(totals, state, row):
     totals.cells += 1
     totals.counts[state] += 1
     totals.bytes_sent += row["measurement__bytes_sent"] or 0
-    if state != CellState.DONE or row["mode"] != Mode.QUICK or not row["measurement__quick_mode_entered"]:
+    # As Measurement.saving: every finished quick test counts, one that fell back saved nothing.
+    if state != CellState.DONE or row["mode"] != Mode.QUICK or row["measurement__elapsed_s"] is None:
         return
-    elapsed = row["measurement__elapsed_s"] or 0.0
-    totals.quick_tests += 1
-    totals.time_s += elapsed
-    totals.time_saved_s += max(0.0, FULL_RUN_S - elapsed)
-    full_bytes, full_s = row["measurement__full_bytes_estimate"], row["measurement__full_time_s"]
-    if full_bytes and full_s:
-        bytes_20s = full_bytes * FULL_RUN_S / full_s
-        totals.traffic_20s_bytes += bytes_20s
-        totals.traffic_saved_bytes += max(0.0, bytes_20s - (row["measurement__bytes_sent"] or 0))
+    totals.saved += quick_saving(
+        quick_mark(row) in QUICK_ANSWERS,
+        row["measurement__duration_s"],
+        row["measurement__elapsed_s"],
+        row["measurement__bytes_sent"],
+        row["headline_bps"],
+    )
 
 
 def setting_label(mode, window, streams, congestion):
@@ -134,7 +135,8 @@ def run_grid(run, detail=False):
             (row["site__slug"], row["vantage__name"]),
             {"site": row["site__name"], "site_slug": row["site__slug"], "vantage": row["vantage__name"], "cells": {}},
         )
-        path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", row["headline_bps"], row)
+        mark = quick_mark(row) if state == CellState.DONE else ""
+        path["cells"][index] = Cell(state, reason, row["measurement__slug"] or "", row["headline_bps"], row, mark)
     width = len(columns)
     ordered = [{**path, "cells": [path["cells"].get(i) for i in range(width)]} for path in rows.values()]
     return list(columns), ordered, totals
@@ -143,6 +145,7 @@ def run_grid(run, detail=False):
 def run_totals(run):
     """Totals only (the command's --wait loop)."""
     totals = Totals()
-    for row in SweepCell.objects.filter(run=run).values(*_CELL_FIELDS):
+    cells = SweepCell.objects.filter(run=run).annotate(headline_bps=headline_expr("measurement__"))
+    for row in cells.values(*_CELL_FIELDS, "headline_bps"):
         _add(totals, cell_state(row)[0], row)
     return totals

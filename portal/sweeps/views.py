@@ -35,7 +35,6 @@ def run(request, slug):
         "rows": rows,
         "totals": totals,
         "poll_s": POLL_LARGE_S if totals.cells > LARGE_RUN_CELLS else POLL_S,
-        "full_run_s": summary.FULL_RUN_S,
     }
     if request.htmx:
         # 286 tells htmx to stop polling once every cell is final; the last grid is still swapped in.

@@ -30,9 +30,11 @@ def test_permalink_answer_line_and_measure_longer(watched_page, live_server):
     log_in(page, base, "/measure/new", "dora", PASSWORD)
     page.goto(f"{base}/m/{quick.slug}/")
     assert page.inner_text("#quick-answer") == "612.0 Mbit/s (95 %: 500.0–640.0), answered in 2.90 s (at its deadline)."
+    # Issue 27: the factory's site is 127.0.0.1, where no cross traffic shares the path: the
+    # prober's "(cross traffic?)" guess is left out.
     assert page.inner_text("#quick-wide") == (
         "The interval is wide: up to 18.3 % from the figure. Why: the rate changed level while the link was "
-        "full (cross traffic?). A full 10 s run measures it more closely."
+        "full. A full 10 s run measures it more closely."
     )
     assert page.is_visible("#quick-answer") and page.is_visible("#quick-wide")
     watched_page.screenshot("quick-answer-wide")

@@ -134,11 +134,14 @@ def test_permalink_deadline_answer_wide_interval_says_so_and_why(client, site, v
     assert answer == (
         '<p class="answer" id="quick-answer">612.0 Mbit/s (95 %: 500.0–640.0), answered in 2.90 s (at its deadline).</p>'
     )
+    # Issue 27: the site is loopback (127.0.0.1): no cross traffic shares the path, so the
+    # prober's "(cross traffic?)" guess is left out.
     assert (
         '<p class="answer-wide" id="quick-wide">The interval is wide: up to 18.3 % from the figure. Why: the rate '
-        "changed level while the link was full (cross traffic?): the interval spans the levels seen. A full 10 s run "
+        "changed level while the link was full: the interval spans the levels seen. A full 10 s run "
         "measures it more closely.</p>"
     ) in html
+    assert "cross traffic" not in html
     assert '<span class="figure" id="headline">612.0 Mbit/s ± 18.3 %</span>' in html
     assert "not the result" not in html and "did not converge" not in html
 
@@ -178,7 +181,8 @@ def test_permalink_fallback_says_full_run_is_the_result(client, site, vantage):
     html, answer = _answer_html(client, m)
     assert answer == (
         '<p class="answer" id="quick-answer">Quick mode did not converge by its deadline and was asked to measure '
-        "until converged: the result is the full run's average, 142.0 Mbit/s over 10.00 s.</p>"
+        "until converged: the result is the full run's average, 142.0 Mbit/s over 10.00 s. "
+        '<span id="quick-held">Its window stayed open, after 4.00 s of measuring.</span></p>'
     )
     assert 'id="quick-wide"' not in html
     assert "quick mode did not converge: the full run's average" in html
@@ -401,3 +405,35 @@ def test_api_until_converged_bad_value_refused(api_client, site, vantage, value,
     assert response.status_code == 400
     assert response.json() == {"errors": {"until_converged": [message]}}
     assert not Measurement.objects.exists()
+
+
+# --- issue 27: a fallback says what held it, for how long, in words that fit the path ---------
+
+
+@pytest.mark.parametrize(
+    "host,held",
+    [
+        ("127.0.0.1", "the rate changed level with the link full"),
+        ("::1", "the rate changed level with the link full"),
+        ("localhost", "the rate changed level with the link full"),
+        ("iperf.example.net", "the rate changed level with the link full (cross traffic?)"),
+    ],
+)
+def test_permalink_fallback_says_what_held_it_in_words_for_the_path(client, vantage, host, held):
+    site = factories.make_site(name="Somewhere", slug="somewhere", host=host)
+    event = _deadline_event(
+        quick_answered=False,
+        quick_held_by="varying",
+        quick_window_s=3.25,
+        quick_bound_text=LEVELS_TEXT,
+        cumulative_bps=142e6,
+        full_bps=142e6,
+        elapsed_s=10.0,
+    )
+    m = _done(site, vantage, event, until_converged=True)
+    html, answer = _answer_html(client, m)
+    assert answer.endswith(f'<span id="quick-held">Held open by: {held}, after 3.25 s of measuring.</span></p>')
+    assert ("cross traffic" in html) is (host == "iperf.example.net")
+    assert m.quick_bound_words == (
+        LEVELS_TEXT if host == "iperf.example.net" else LEVELS_TEXT.replace(" (cross traffic?)", "")
+    )

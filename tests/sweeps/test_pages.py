@@ -73,11 +73,12 @@ def test_run_page_poll_200_while_running_then_286_with_totals(client, run):
     poll = client.get(f"/sweeps/{run.slug}/", HTTP_HX_REQUEST="true")
     body = poll.content.decode()
     assert poll.status_code == 286 and "hx-get" not in body and "<html" not in body
-    # 4 quick tests of 2 s each: 4 x (20 - 2) = 72 s saved of 80 s; each would send 2e9 bytes
-    # in 20 s (5e8 in 5 s) and sent 2e8: 7.2e9 of 8e9 saved.
+    # Issue 27: against runs of each test's own -t (5 s), not 20 s runs: 4 quick tests of 2 s
+    # each, 4 x (5 - 2) = 12 s saved of 20 s; each 5 s run at its 900 Mbit/s answer sends
+    # 5.625e8 bytes and the test sent 2e8: 4 x 3.625e8 = 1.45e9 of 2.25e9 saved.
     assert re.search(r'id="total-tests">4<', body)
-    assert "72.0 s of 80 s (90.0 %)" in body
-    assert "6.71 GiB of 7.45 GiB (90.0 %)" in body
+    assert 'id="total-time-saved">12.0 s of 20 s (60.0 %)<' in body
+    assert 'id="total-traffic-saved">1.35 GiB of 2.10 GiB (64.4 %)<' in body
     assert 'id="total-bytes">762.9 MiB<' in body
 
 
