@@ -3,7 +3,7 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from portal.measure.vocab import UNFINISHED_STATUSES, Status, SweepTrigger
+from portal.measure.vocab import UNFINISHED_STATUSES, Status, SweepRunStatus, SweepTrigger
 
 from . import planning
 from .forms import SweepForm
@@ -133,7 +133,7 @@ class SweepRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def state(self, run):
-        if run.status != "planned":
+        if run.status != SweepRunStatus.PLANNED:
             return f"waiting for its start offset (starts {run.starts_at:%H:%M:%S} UTC)"
         word = "running" if run.open_count else "finished"
         return f"{word}, {run.done_count} done of {run.cell_count} cells"
