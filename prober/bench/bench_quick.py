@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import gzip
 import hashlib
 import json
 import math
@@ -50,6 +51,21 @@ PROBER = QUICKPROBE  # --prober: bench a candidate build without installing it
 BENCH_DIR = ROOT / "prober" / "bench"
 RUNS_DIR = ROOT / "test-artifacts" / "bench-quick"
 FULL_BENCH_DIR = BENCH_DIR / "full"  # the large matrix's report, beside the default one
+# Every run of the last measuring bench, gzipped beside its report, so that an estimator change
+# can be judged by replaying them (prober/build/qwreplay, replay_corpus.py summarise) before
+# and after, and the tests replay them (tests/prober/test_kept_runs.py).
+KEPT = "runs"
+# The sources that decide what a recorded run's quick answer is: a kept run's answer is
+# reproducible by replay exactly while their fingerprint is the one it was recorded with.
+ESTIMATOR_SOURCES = [
+    "prober/src/quickwin.c",
+    "prober/src/quickwin.h",
+    "prober/src/qwint.h",
+    "prober/src/qwloss.c",
+    "prober/src/qwpredict.c",
+    "prober/src/qwbound.c",
+    "prober/src/opts.h",
+]
 FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"
 NOTES = ROOT / ".coord" / "detector-notes.md"
 CCS = ("reno", "cubic", "bbr")
@@ -248,15 +264,46 @@ def measure_row(row: Row, seconds: int, runs: int, runs_dir: Path) -> dict:
     return out
 
 
+def estimator_fingerprint() -> str:
+    """Short hash of the sources that decide a quick answer (ESTIMATOR_SOURCES)."""
+    h = hashlib.sha256()
+    for name in ESTIMATOR_SOURCES:
+        h.update((ROOT / name).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def keep_runs(runs_dir: Path, kept: Path, meta: dict) -> int:
+    """Gzip every run's JSON Lines from runs_dir into kept (replacing what was there), with a
+    MANIFEST.json of the bench's meta and the estimator's fingerprint; returns the count."""
+    kept.mkdir(parents=True, exist_ok=True)
+    for old in kept.glob("*.jsonl.gz"):
+        old.unlink()
+    files = sorted(runs_dir.glob("*.jsonl"))
+    for f in files:
+        # mtime 0: the same run gzips to the same bytes
+        with open(f, "rb") as src, gzip.GzipFile(kept / (f.name + ".gz"), "wb", mtime=0) as dst:
+            dst.write(src.read())
+    manifest = {**meta, "estimator": estimator_fingerprint(), "runs": len(files)}
+    (kept / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return len(files)
+
+
+def read_run(f: Path) -> str:
+    """A run's JSON Lines, from f or from the gzipped copy kept beside the report."""
+    if f.exists():
+        return f.read_text()
+    gz = f.with_name(f.name + ".gz")
+    if gz.exists():
+        return gzip.decompress(gz.read_bytes()).decode()
+    raise SystemExit(f"bench_quick: --reuse: {f} (or {gz.name}) is missing; run without --reuse")
+
+
 def load_row(row: Row, runs: int, runs_dir: Path) -> dict:
     """A row measured earlier (--reuse): its runs' JSON Lines and the delay line's counters."""
     out = {"row": row, "validate": [], "quick": []}
     for i in range(runs):
         for mode in ("validate", "quick"):
-            f = run_file(runs_dir, row, mode, i)
-            if not f.exists():
-                raise SystemExit(f"bench_quick: --reuse: {f} is missing; run without --reuse")
-            out[mode].append(parse_events(f.read_text()))
+            out[mode].append(parse_events(read_run(run_file(runs_dir, row, mode, i))))
     out["lab"] = json.loads((runs_dir / f"{row.id}.lab.json").read_text())
     out["build"] = out["lab"].get("build", "unknown")
     return out
@@ -1226,7 +1273,15 @@ def main(argv=None) -> int:
         "--prober", type=Path, default=QUICKPROBE, help=f"the quickprobe binary to measure (default {QUICKPROBE})"
     )
     ap.add_argument(
-        "--reuse", action="store_true", help="rebuild the report from the runs kept in --runs-dir (no traffic)"
+        "--reuse",
+        action="store_true",
+        help=f"rebuild the report from the runs in --runs-dir (no traffic); --runs-dir {BENCH_DIR / KEPT} "
+        "reads the gzipped runs kept beside the report",
+    )
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help=f"only gzip the runs in --runs-dir into {KEPT}/ beside the report (done after every measuring run)",
     )
     a = ap.parse_args(argv)
     if not 1 <= a.runs <= 20:
@@ -1247,6 +1302,11 @@ def main(argv=None) -> int:
         raise SystemExit(f"bench_quick: {PROBER} is not built: run `make prober`")
     a.runs_dir.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
+    if a.keep:
+        meta_file = a.runs_dir / "meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+        print(f"kept {keep_runs(a.runs_dir, a.out / KEPT, meta)} runs in {a.out / KEPT}")
+        return 0
     t0 = time.monotonic()
     measured, rows, runs = [], [], []
     for i, row in enumerate(matrix, 1):
@@ -1283,6 +1343,8 @@ def main(argv=None) -> int:
         meta["command"] += " (report rebuilt with --reuse)"
     elif not a.reuse:
         meta_file.write_text(json.dumps(meta))
+        if a.seconds == 20 and not a.only:
+            keep_runs(a.runs_dir, a.out / KEPT, meta)
     misses = describe_misses(measured, rows, runs)
     meta.update(misses=misses, trace_pngs=[plot_trace(m, a.out) for m in pick_trace_rows(measured)])
     plot_fig7(rows, runs, a.out)

@@ -3,15 +3,19 @@
 
     replay_corpus.py collect --seed 7 --paths 26 --runs 2 --out test-artifacts/corpus
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
+    replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
 and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
 20 s figure). `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
-feeds it) and prints, per path, each run's paired error (c = converged, f = fell back: error
-0, and what held its window open), when the window closed and its interval, then per cc the median / p90 / p95 |error|, how
-many converged and how many 20 s figures lay inside quick_bps +/- quick_ci_pct.
+feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
+sets the estimator's settings, see qwreplay's usage) and prints, per path, each run's paired
+error (c = converged, d = answered at the deadline, f = fell back; * = the interval missed
+the run's own 20 s figure), when the window closed, its half-width and what held it open,
+then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median
+half-width and which evidence bounded the intervals.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import gzip
 import random
 import re
+import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -82,13 +89,26 @@ def collect(a) -> int:
     return 0
 
 
-def summarise(a) -> int:
-    files = sorted(str(f) for d in a.dirs for f in Path(d).glob("*.validate*.jsonl"))
-    if not files:
-        raise SystemExit("replay_corpus: no *.validate*.jsonl in " + ", ".join(map(str, a.dirs)))
-    out = subprocess.run([str(REPLAY), *files], capture_output=True, text=True, check=True).stdout
+def replay(dirs, args=()) -> list[dict]:
+    """Every validate run in dirs (*.validate*.jsonl, or .jsonl.gz as bench-quick keeps them)
+    replayed through qwreplay with args: one dict per run, qwreplay's columns."""
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for d in dirs:
+            files += [str(f) for f in Path(d).glob("*.validate*.jsonl")]
+            for gz in Path(d).glob("*.validate*.jsonl.gz"):
+                f = Path(tmp) / gz.name[: -len(".gz")]
+                f.write_bytes(gzip.decompress(gz.read_bytes()))
+                files.append(str(f))
+        if not files:
+            raise SystemExit("replay_corpus: no *.validate*.jsonl[.gz] in " + ", ".join(map(str, dirs)))
+        out = subprocess.run([str(REPLAY), *args, *sorted(files)], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
-    runs = [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+    return [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+
+
+def summarise(a) -> int:
+    runs = replay(a.dirs, shlex.split(a.replay_args))
     by_row, by_cc = collections.defaultdict(list), collections.defaultdict(list)
     for r in runs:
         by_row[re.sub(r"\.validate\d+\.jsonl$", "", r["run"])].append(r)
@@ -140,6 +160,7 @@ def main(argv=None) -> int:
     )
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
+    s.add_argument("--replay-args", default="", help='qwreplay\'s options, e.g. "-M 3000 -T 5"')
     a = ap.parse_args(argv)
     return collect(a) if a.cmd == "collect" else summarise(a)
 

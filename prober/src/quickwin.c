@@ -18,7 +18,7 @@
  * The mean rate is the ratio estimator (total bytes / total time) and its 95 % interval
  * uses Student's t with batches - 1 degrees of freedom, which stays wide while batches
  * are few. On top of the interval, the window must look stationary: the rates of its
- * first and second halves agree within the tolerance, (loss-based cc) cwnd is not
+ * first and second halves agree within QW_STATIONARY, (loss-based cc) cwnd is not
  * still climbing back to where slow-start left it, and (BBR) its bandwidth estimate is
  * not still rising.
  *
@@ -351,7 +351,7 @@ static int halves_differ(const double *bytes, const double *secs, int nb, int h)
 }
 
 /* 1 if slices [from, to) ran at a level the batches (rate r) do not: apart by more than
- * QW_LEVEL_CHANGE tolerances and beyond the batches' scatter scaled to their length (a
+ * QW_LEVEL_CHANGE of the rate and beyond the batches' scatter scaled to their length (a
  * stretch's mean varies as a batch's does, by length; the batches' mean too; 95 %). */
 int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes,
                        const double *secs, int nb, double r)
@@ -361,7 +361,7 @@ int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes
     if (nb < 2 || to <= from)
         return 0;
     qw_unit_sum(w, from, to, &hb, &hs);
-    if (hs <= 0 || fabs(hb / hs - r) <= QW_LEVEL_CHANGE * w->p.tolerance * r)
+    if (hs <= 0 || fabs(hb / hs - r) <= QW_LEVEL_CHANGE * r)
         return 0;
     for (int i = 0; i < nb; i++) {
         tb += secs[i] / nb;
@@ -445,19 +445,19 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
     return full;
 }
 
-/* The first counted slice at whose end BBR's bandwidth estimate was within the tolerance
+/* The first counted slice at whose end BBR's bandwidth estimate was within QW_STATIONARY
  * of its latest value: where its climb ended (w->first when it did not climb). */
 static int climb_end(const qw_window *w)
 {
     double to = (double)w->s[w->n - 1].bw_bps;
     int k = w->first;
 
-    while (k < w->n - 1 && (1.0 + w->p.tolerance) * (double)w->s[k].bw_bps < to)
+    while (k < w->n - 1 && (1.0 + QW_STATIONARY) * (double)w->s[k].bw_bps < to)
         k++;
     return k;
 }
 
-/* 1 if BBR's bandwidth estimate rose by more than the tolerance from the counted part's
+/* 1 if BBR's bandwidth estimate rose by more than QW_STATIONARY from the counted part's
  * first slice to its last. BBR paces at its estimate x the gain cycle, and the estimate
  * (the largest delivery rate of the last 10 rounds) only rises when a 1.25 probe finds
  * more: a flow whose STARTUP ended below the link's rate (random loss ended it early)
@@ -478,10 +478,10 @@ static int bw_rising(const qw_window *w)
     double bytes = 0, secs = 0;
 
     if (!w->p.bbr || from == 0 || w->n <= w->first ||
-        (double)to <= (1.0 + w->p.tolerance) * (double)from)
+        (double)to <= (1.0 + QW_STATIONARY) * (double)from)
         return 0;
     qw_unit_sum(w, w->first, w->n, &bytes, &secs);
-    return secs > 0 && (double)from <= (1.0 + w->p.tolerance) * 8.0 * bytes / secs;
+    return secs > 0 && (double)from <= (1.0 + QW_STATIONARY) * 8.0 * bytes / secs;
 }
 
 /* Close the current slice at sample s and start the next one. */
@@ -580,18 +580,23 @@ static int recovery_blocks(const qw_window *w, const qw_sample *s)
     return s->overshoot_recovery && s->t_s - w->open_t < bound_s;
 }
 
-/* Start measuring at s if it is a steady moment; 1 if started. */
+/* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
+ * by without one (a stream always in a loss recovery: several streams on a lossy path, where
+ * that is the steady state; the answer must still come by the deadline); 1 if started. */
 static int try_start(qw_window *w, const qw_sample *s)
 {
-    if (recovery_blocks(w, s) || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT)
+    int waited = s->t_s - w->open_t >= w->p.max_s / 2;
+
+    if (!waited && (recovery_blocks(w, s) || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT))
         return 0;
     w->started = 1;
     w->start_t = w->slice_t0 = s->t_s;
     w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
     /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
-     * run in rounds), no sooner than --quick-ms of measuring, no later than --quick-max-ms. */
+     * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms: the
+     * window closes a smoothed RTT before it, the time the data in flight takes to drain. */
     if (w->p.deadline_rtts > 0)
-        w->deadline_t = fmin(w->open_t + w->p.max_s,
+        w->deadline_t = fmin(w->open_t + w->p.max_s - s->rtt_us / 1e6,
                              fmax(s->t_s + w->p.min_s,
                                   w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6));
     w->slice_cwnd0 = s->cwnd_bytes;
@@ -644,20 +649,6 @@ static void count_events(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
 }
 
-/* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
- * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
- * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
- * window that stopped before it rose would report an interval wider than the tolerance. */
-static qw_hold loss_floor_holds(const qw_window *w)
-{
-    qw_bound_by by;
-    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
-
-    if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
-        return QW_HOLD_NONE;
-    return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
-}
-
 /* What keeps the window from stopping at sample s with the estimate just computed (full:
  * it had enough batches; QW_HOLD_NONE: it may stop). A change of level at a full link
  * holds it for good, so that comes first: it is the reason a window that gave up gives. */
@@ -681,7 +672,7 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_FEW_BATCHES;
     if (e->ci_frac > w->p.tolerance)
         return QW_HOLD_INTERVAL;
-    if (half_diff > w->p.tolerance)
+    if (half_diff > QW_STATIONARY)
         return QW_HOLD_HALVES;
     if (w->tail_above)
         return QW_HOLD_TAIL;
@@ -703,7 +694,7 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     saw = qw_sawtooth_known(w, s);
     if (saw != QW_HOLD_NONE)
         return saw;
-    saw = loss_floor_holds(w);
+    saw = qw_loss_floor_hold(w);
     if (saw != QW_HOLD_NONE)
         return saw;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
@@ -738,7 +729,7 @@ static int transient_may_go(const qw_window *w, int mid)
  *   40 % on / off cross traffic went from 150 to 250 Mbit/s a second into the window, and
  *   the window, after dropping the low part as a transient, read +23 %). With only three
  *   or so batches early on their scatter cannot be estimated; the caller's magnitude test
- *   (QW_LEVEL_CHANGE tolerances) stands alone then, as whole gain cycles of a steady BBR
+ *   (QW_LEVEL_CHANGE) stands alone then, as whole gain cycles of a steady BBR
  *   flow agree within a fraction of one. */
 static int level_changed_at_full_link(const qw_window *w, int mid)
 {
@@ -807,12 +798,12 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             w->end_t = s->t_s;
             return w->state;
         }
-        if (full && half_diff > QW_LEVEL_CHANGE * w->p.tolerance && mid > w->first &&
+        if (full && half_diff > QW_LEVEL_CHANGE && mid > w->first &&
             level_changed_at_full_link(w, mid))
             w->varying = 1;
         else if (w->bw_rising)
             drop_transient(w, climb_end(w));
-        else if (full && half_diff > w->p.tolerance && mid > w->first &&
+        else if (full && half_diff > QW_STATIONARY && mid > w->first &&
                  transient_may_go(w, mid))
             drop_transient(w, mid);
     }

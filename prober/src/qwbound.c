@@ -133,10 +133,28 @@ static int mostly_limited(const qw_window *w)
     return span_us > 0 && (double)(w->limited_us - w->limited_us0) >= 0.5 * span_us * 1e6;
 }
 
+/* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the peaks the window's cuts came at
+ * (cwnd summed over the streams), the quantity a cut scales; before any cut, 1 + the deepest
+ * queue seen, slow-start's overshoot included (the smoothed RTT reads a little above the
+ * queue: on a 0.25-BDP buffer at 20 ms, 0.31). */
+static double peak_top(const qw_window *w, double bdp_bytes)
+{
+    double sum = 0;
+    int k = 0;
+
+    for (int i = 0; i < w->npeaks; i++) {
+        sum += (double)w->peak[i];
+        k++;
+    }
+    if (k > 0 && bdp_bytes > 0)
+        return sum / k / bdp_bytes;
+    return 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+}
+
 /* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
  * set it (*by; the rate itself when nothing lowers it):
- * - a cut from the deepest queue seen, B BDPs (slow-start's overshoot included), leaves
- *   cwnd at beta x (1 + B) BDP: qw_sawtooth_share of the capacity cap;
+ * - a cut from cwnd's peak (peak_top: the peaks cuts came at, else the deepest queue seen)
+ *   leaves cwnd at beta x that peak: qw_sawtooth_share of the capacity cap;
  * - random loss not yet ruled out: after k loss events that did not come at the top of the
  *   buffer (w->random_events) in n packets since measuring began its rate is below
  *   poisson_upper95(k) / n at 95 %, and at that rate each stream's
@@ -156,7 +174,7 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || min_rtt <= 0 || rate <= 0 ||
         (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3) || mostly_limited(w))
         return rate;
-    top = 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    top = peak_top(w, cap * min_rtt);
     if (packets >= 1 && rtt > 0) {
         double p = fmin(1.0, poisson_upper95(w->random_events) / packets);
         double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, rtt);
@@ -169,6 +187,20 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     }
     floor_rate = qw_sawtooth_share(w->p.beta, top) * cap;
     return floor_rate < rate ? floor_rate : rate;
+}
+
+/* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
+ * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
+ * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
+ * window that stopped before it rose would report an interval wider than the tolerance. */
+qw_hold qw_loss_floor_hold(const qw_window *w)
+{
+    qw_bound_by by;
+    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
+
+    if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
+        return QW_HOLD_NONE;
+    return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */

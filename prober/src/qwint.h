@@ -6,8 +6,14 @@
 
 #include "quickwin.h"
 
-#define QW_LEVEL_CHANGE 3       /* halves this many tolerances apart with the link full are
-                                   the path changing (cross traffic), not noise: see
+/* The stationarity thresholds, fixed shares of the rate and apart from --quick-tolerance (the
+ * precision asked of the interval): a looser precision must not blind the window to a change
+ * of level, nor a tighter one make it drop every wobble. 3 %: the default tolerance, at which
+ * the window was tuned; a rate that moves less than that is read as one level. */
+#define QW_STATIONARY 0.03      /* halves, a climb or BBR's estimate this far apart: a
+                                   transient, dropped or waited out */
+#define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
+                                   changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in quickwin.c */
 
 /* quickwin.c */
@@ -22,6 +28,12 @@ double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 double qw_queue_bdps(const qw_window *w, const qw_sample *s);
 /* 1 if every counted slice kept a standing queue of 0.25 BDP at its lowest. */
 int qw_link_busy(const qw_window *w);
+
+/* qwbound.c */
+/* QW_HOLD_RANDOM_LOSS or QW_HOLD_SAWTOOTH while the lowest rate a loss-based cc's evidence
+ * allows (qw_loss_floor) is further below the estimate than the tolerance, else
+ * QW_HOLD_NONE. */
+qw_hold qw_loss_floor_hold(const qw_window *w);
 
 /* qwloss.c */
 /* Whole sawtooth cycles of the window as [begin, end) slice pairs; returns the count. */

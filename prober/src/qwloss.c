@@ -44,7 +44,7 @@ int qw_units_loss_cycles(const qw_window *w, int *ub, int *ue)
 }
 
 /* 1 if the slices after the last whole loss cycle (from slice from on, at least two of
- * them) ran faster than the cycles' rate by more than QW_LEVEL_CHANGE tolerances. They
+ * them) ran faster than the cycles' rate by more than QW_LEVEL_CHANGE of it. They
  * begin at a cut, where a sawtooth is at its slowest (or, with the link full, at the
  * link's rate, like the cycles): faster than the cycles is the path giving the flow more,
  * cross traffic gone. The batches leave this part out, so without this test a window
@@ -58,7 +58,7 @@ int qw_tail_above_cycles(const qw_window *w, int from, double cycles_rate)
     if (w->n - from < 2 || cycles_rate <= 0)
         return 0;
     qw_unit_sum(w, from, w->n, &bytes, &secs);
-    return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE * w->p.tolerance);
+    return secs > 0 && bytes / secs > cycles_rate * (1 + QW_LEVEL_CHANGE);
 }
 
 /* 1 if more than half of the counted slices [from, to) held a standing queue of

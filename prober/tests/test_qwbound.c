@@ -133,6 +133,13 @@ static void test_levels_span_the_rates_seen(void)
     CHECK(b.lo_bps < pr.rate_bps && pr.rate_bps < b.hi_bps);
     /* the estimate counts every level since measuring began, not the last one alone */
     CHECK(qw_result(&w)->rate_bps > 65e6 && qw_result(&w)->rate_bps < 80e6);
+    /* a looser precision (--quick-tolerance 50) does not blind the window to the change: the
+     * stationarity thresholds are its own, not the tolerance */
+    p.tolerance = 0.5;
+    pr = feed_all(&p, 20);
+    CHECK(w.varying);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_bound(&w, &pr).by == QW_BOUND_LEVELS);
 }
 
 /* BBR's bandwidth estimate caps the upper side; a window too short for batches spans its

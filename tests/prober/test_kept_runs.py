@@ -1,0 +1,64 @@
+"""The runs the last `make bench-quick` kept (prober/bench/runs, gzipped) replay through
+prober/build/qwreplay: an estimator change is judged on them before and after without sending
+a byte, and while the estimator is the one that recorded them, replay gives exactly the
+answer each run gave."""
+
+import gzip
+import json
+import sys
+
+import pytest
+
+from tests.prober import qp
+
+sys.path.insert(0, str(qp.ROOT / "prober" / "bench"))
+import bench_quick  # noqa: E402
+import replay_corpus  # noqa: E402
+
+KEPT = qp.ROOT / "prober" / "bench" / bench_quick.KEPT
+
+
+def _recorded_validate(name):
+    """The validate object of a kept run's result event."""
+    text = gzip.decompress((KEPT / f"{name}.gz").read_bytes()).decode()
+    result = [json.loads(line) for line in text.splitlines() if '"event":"result"' in line.replace(" ", "")]
+    return result[-1]["validate"]
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    assert (KEPT / "MANIFEST.json").exists(), "make bench-quick keeps its runs in prober/bench/runs"
+    return replay_corpus.replay([KEPT])
+
+
+def test_kept_runs_cover_the_default_matrix(replayed):
+    manifest = json.loads((KEPT / "MANIFEST.json").read_text())
+    rows = {r.id for r in bench_quick.default_matrix()}
+    kept_rows = {r["run"].split(".validate")[0] for r in replayed}
+    assert kept_rows == rows
+    assert len(replayed) == 3 * len(rows)
+    assert manifest["runs"] == 6 * len(rows)  # validate and separate quick runs
+
+
+def test_kept_runs_replay_to_an_answer_inside_its_interval(replayed):
+    for r in replayed:
+        lo, pred, hi = float(r["lo_mbps"]), float(r["pred_mbps"]), float(r["hi_mbps"])
+        assert r["answered"] == "1", r
+        assert 0 < lo <= pred <= hi, r
+        assert r["bound_by"] in qp.quick_bounds(), r
+
+
+def test_kept_runs_replay_exactly_while_the_estimator_is_unchanged(replayed):
+    manifest = json.loads((KEPT / "MANIFEST.json").read_text())
+    if manifest["estimator"] != bench_quick.estimator_fingerprint():
+        pytest.skip(
+            "the estimator changed since the kept runs were recorded: judge the change by replaying them "
+            "before and after (prober/bench/replay_corpus.py summarise prober/bench/runs), then re-run make bench-quick"
+        )
+    for r in replayed:
+        v = _recorded_validate(r["run"])
+        assert float(r["pred_mbps"]) == pytest.approx(v["quick_bps"] / 1e6, abs=0.0005), r
+        assert float(r["lo_mbps"]) == pytest.approx(v["quick_lo_bps"] / 1e6, abs=0.0005), r
+        assert float(r["hi_mbps"]) == pytest.approx(v["quick_hi_bps"] / 1e6, abs=0.0005), r
+        assert r["converged"] == ("1" if v["quick_converged"] else "0"), r
+        assert r["bound_by"] == v["quick_bound_by"], r
