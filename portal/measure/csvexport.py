@@ -30,6 +30,10 @@ MEASUREMENT_CSV_COLUMNS = [
     "window_bytes",
     "congestion",
     "headline_bps",
+    # How headline_bps stands to quick mode, as every page marks it (Measurement.quick_mark_of):
+    # converged, deadline, estimate, fell_back, not_entered; blank for full, validate and
+    # unfinished tests.
+    "headline_mark",
     # The result columns, in the order of their one declaration.
     *(field.name for field in RESULT_FIELDS if field.csv),
     "failure_code",
@@ -42,6 +46,7 @@ _SOURCES = {
     "site": "site__slug",
     "vantage": "vantage__name",
     "headline_bps": "csv_headline_bps",
+    "headline_mark": "mode",
     "failure_reason": "failure_code",
 }
 _QUERY_NAMES = [_SOURCES.get(c, c) for c in MEASUREMENT_CSV_COLUMNS]
@@ -59,6 +64,14 @@ def _saved_pcts(values):
     mark = Measurement.quick_mark_of(v["mode"], v["quick_mode_entered"], v["quick_answered"], v["quick_converged"])
     saved = quick_saving(mark in QUICK_ANSWERS, v["duration_s"], v["elapsed_s"], v["bytes_sent"], v["headline_bps"])
     return tuple(None if pct is None else round(pct, 1) for pct in (saved.time_pct, saved.traffic_pct))
+
+
+def _headline_mark(values):
+    """The row's quick mark (the pages' rule), blank unless it is a finished test's figure."""
+    v = {name: values[i] for name, i in _AT.items()}
+    if v["status"] != Status.DONE:
+        return ""
+    return Measurement.quick_mark_of(v["mode"], v["quick_mode_entered"], v["quick_answered"], v["quick_converged"])
 
 
 # The filters' grammar, shared by both exports. A date (YYYY-MM-DD) means whole UTC days, both
@@ -184,6 +197,7 @@ def measurement_csv_rows(queryset, chunk_size=2000):
     for values in rows:
         values = list(values)
         values[_AT["time_saved_pct"]], values[_AT["traffic_saved_pct"]] = _saved_pcts(values)
+        values[_AT["headline_mark"]] = _headline_mark(values)
         yield [_cell(v) for v in values[:-1]] + [public_failure_reason(values[-1])]
 
 

@@ -10,7 +10,7 @@ from tests import factories
 UTC = datetime.timezone.utc
 HEADER = (
     "slug,site,vantage,mode,status,created_at,started_at,finished_at,duration_s,streams,window_bytes,"
-    "congestion,headline_bps,quick_mode_entered,quick_bps,cumulative_bps,full_bps,slow_start_end_s,rule,"
+    "congestion,headline_bps,headline_mark,quick_mode_entered,quick_bps,cumulative_bps,full_bps,slow_start_end_s,rule,"
     "elapsed_s,bytes_sent,server_bytes,retransmits,rtt_us,min_rtt_us,mss_bytes,window_requested_bytes,"
     "window_given_bytes,congestion_used,time_saved_pct,traffic_saved_pct,validate_quick_bps,"
     "validate_error_pct,quick_ci_pct,quick_window_s,quick_converged,validate_quick_ci_pct,"
@@ -60,9 +60,9 @@ def test_csv_exact_content_and_header(api_client, history):
     assert text == (
         HEADER + "\r\n"
         "doneAAAAAAAA,loopback,local,quick,done,2026-11-10T12:00:00+00:00,2026-11-10T12:00:00+00:00,"
-        "2026-11-10T13:00:00+00:00,10,1,65536,,9300000000.0,true,9300000000.0,8100000000.0,,0.84,paper_cwnd_stable,"
+        "2026-11-10T13:00:00+00:00,10,1,65536,,9300000000.0,estimate,true,9300000000.0,8100000000.0,,0.84,paper_cwnd_stable,"
         "1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,\r\n"
-        "failBBBBBBBB,loopback,local,quick,failed,2026-11-11T12:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,"
+        "failBBBBBBBB,loopback,local,quick,failed,2026-11-11T12:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,"
         ",,,,,,,,,,,,,,"
         # Public: the code's meaning, never the stored reason (host:port, stderr).
         "connect_refused,nothing listens on the site's port\r\n"

@@ -9,7 +9,7 @@ from tests.portal.views_support import isolated_cache  # noqa: F401 (autouse fix
 UTC = datetime.timezone.utc
 HEADER = (
     "slug,site,vantage,mode,status,created_at,started_at,finished_at,duration_s,streams,window_bytes,congestion,"
-    "headline_bps,quick_mode_entered,quick_bps,cumulative_bps,full_bps,slow_start_end_s,rule,elapsed_s,bytes_sent,"
+    "headline_bps,headline_mark,quick_mode_entered,quick_bps,cumulative_bps,full_bps,slow_start_end_s,rule,elapsed_s,bytes_sent,"
     "server_bytes,retransmits,rtt_us,min_rtt_us,mss_bytes,window_requested_bytes,window_given_bytes,"
     "congestion_used,time_saved_pct,traffic_saved_pct,validate_quick_bps,validate_error_pct,quick_ci_pct,"
     "quick_window_s,quick_converged,validate_quick_ci_pct,validate_quick_converged,peer_window_bytes,"
@@ -49,17 +49,17 @@ def rows(site, vantage):
 
 DONE_ROW = (
     "done-0301,loopback,local,quick,done,2026-03-01T12:00:00+00:00,2026-03-01T12:00:00+00:00,"
-    "2026-03-01T12:00:02+00:00,10,1,262144,cubic,9300000000.0,true,9300000000.0,8100000000.0,,0.84,"
+    "2026-03-01T12:00:02+00:00,10,1,262144,cubic,9300000000.0,estimate,true,9300000000.0,8100000000.0,,0.84,"
     "paper_cwnd_stable,1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,\r\n"
 )
 FAILED_ROW = (
-    "fail-0302,loopback,local,quick,failed,2026-03-02T23:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+    "fail-0302,loopback,local,quick,failed,2026-03-02T23:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
     ",,,,,connect_refused,"
     # Public: the code's meaning, never the stored reason (host:port, stderr).
     "nothing listens on the site's port\r\n"
 )
 QUEUED_ROW = (
-    "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
+    "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
     ",,,,,\r\n"
 )
 
