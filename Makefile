@@ -55,7 +55,7 @@ test: packages-test venv-test lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
-run: packages-run venv prober
+run: packages-run venv prober lab
 	$(PY) scripts/run.py
 
 bench-prober: venv-test prober
