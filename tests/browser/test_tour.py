@@ -83,7 +83,7 @@ def _open_finished(page, url):
 def test_tour_from_make_run_pages(watched_page, make_run):
     base, log, vantage = make_run
     page = watched_page.page
-    first = dict(re.findall(r"first:    a quick test of (\S+) is queued: \S+/m/(\w+)/", log))
+    first = dict(re.findall(r"first:    a quick test of (\S+) is queued: \S+/m/([\w-]+)/", log))
     lab = labctl.lab_unavailable_reason() is None
     assert sorted(first) == (["lab-wan", "local-iperf3"] if lab else ["local-iperf3"]), log
     wan = "lab-wan" if lab else "local-iperf3"

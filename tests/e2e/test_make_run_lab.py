@@ -75,7 +75,7 @@ def test_make_run_lab_site_measures_slow_start_and_goes_with_make_run(tmp_path, 
         token = re.search(r"export TOKEN=(\S+)", text).group(1)
         namespaces = re.search(r"lab:      namespaces (net:\[\d+\]) (net:\[\d+\])", text).groups()
         assert set(namespaces) <= _namespaces_in_use()
-        first = dict(re.findall(r"first:    a quick test of (\S+) is queued: \S+/m/(\w+)/", text))
+        first = dict(re.findall(r"first:    a quick test of (\S+) is queued: \S+/m/([\w-]+)/", text))
         assert sorted(first) == ["lab-wan", "local-iperf3"]
 
         sites = {s["slug"]: s for s in _api(port, token, "sites")["sites"]}
