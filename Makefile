@@ -13,7 +13,7 @@ PYTEST_ARGS       ?=
 # e.g. "--csv-rows 0 --seconds 30" (scripts/bench_portal.py --help)
 BENCH_PORTAL_ARGS ?=
 
-.PHONY: all prober check-prober packages-run packages-test venv venv-test lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab clean
+.PHONY: all prober check-prober packages-run packages-test venv venv-test lint test run bench-prober bench-quick bench-portal bench-sweep bench-load fuzz lab screenshots clean
 
 all: prober
 
@@ -55,7 +55,7 @@ test: packages-test venv-test lint prober lab check-prober
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
 		$(PY) -m pytest $(PYTEST_ARGS)
 
-run: packages-run venv prober
+run: packages-run venv prober lab
 	$(PY) scripts/run.py
 
 bench-prober: venv-test prober
@@ -85,6 +85,16 @@ fuzz:
 
 lab:
 	$(MAKE) -C prober lab
+
+# The README's tour (docs/screenshots/) retaken from today's pages: make run's own demo and
+# first tests (with root, its lab path too: tests/browser/test_tour.py), and the full and
+# failed runs of test_progress.py. Look at the pictures before committing them.
+screenshots: venv-test prober lab
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=$(TEST_SECRET_KEY) \
+		$(PY) -m pytest $(PYTEST_ARGS) tests/browser/test_tour.py \
+		tests/browser/test_progress.py::test_progress_live_chart_fills_during_full_run \
+		tests/browser/test_progress.py::test_progress_refused_target_shows_failure
 
 clean:
 	$(MAKE) -C prober clean

@@ -8,6 +8,17 @@ as its own process as in docker-compose.yml, and gunicorn on http://127.0.0.1:$P
 8000). A worker or beat that dies is started again (at most RESTARTS_PER_MINUTE times a
 minute), as compose's restart policy does. Ctrl-C stops everything it started. Without DATABASE_URL / REDIS_URL it needs no server:
 SQLite and a file-system broker under var/.
+
+With root (the path lab's own test: labctl.lab_unavailable_reason()) it also brings up an
+emulated WAN path (demo.DEMO_LAB_PATH: 100 Mbit/s, 40 ms, one-BDP buffer, MTU 1500) with its
+own `iperf3 -s` in the lab's far namespace, registered as a second demo site. The one vantage
+worker reaches it through scripts/lab_prober.sh, which runs the prober inside the lab's near
+namespace for that site's address only (one vantage, so the API's `-d site=...` still needs no
+vantage, and one test at a time from this host holds across both sites). The namespaces are
+anonymous and held by this process's children (labctl's teardown): they go when make run stops,
+even by SIGKILL, so a second make run never meets a stale lab. DEMO_LAB=0 leaves the lab out.
+Then one quick test of each demo site is queued as any request is: the first pages show real
+results.
 """
 
 import ctypes
@@ -129,15 +140,51 @@ def setup_django():
     return settings
 
 
-def prepare(iperf_port):
+def prepare(iperf_port, lab, lab_reason):
     from django.core.management import call_command
 
-    from portal.measure.demo import setup_admin, setup_demo
+    from portal.measure.demo import setup_admin, setup_demo, setup_lab_site
 
     call_command("migrate", interactive=False, verbosity=0)
-    site, vantage, _user, password, token = setup_demo(iperf_port)
+    site, vantage, user, password, token = setup_demo(iperf_port)
+    lab_site = setup_lab_site(lab.far_addr, lab.port, None) if lab else setup_lab_site(None, None, lab_reason)
     _admin, admin_password = setup_admin()
-    return site, vantage, password, token, admin_password
+    return site, lab_site, vantage, user, password, token, admin_password
+
+
+def start_lab():
+    """(the running lab, None), or (None, why there is none)."""
+    if os.environ.get("DEMO_LAB", "1") == "0":
+        return None, "DEMO_LAB=0 turned it off"
+    sys.path.insert(0, str(REPO / "prober" / "lab"))
+    import labctl
+
+    from portal.measure.demo import DEMO_LAB_PATH
+
+    reason = labctl.lab_unavailable_reason()
+    if reason:
+        return None, reason
+    say(f"starting the path lab: {DEMO_LAB_PATH['description']}")
+    lab = labctl.Lab(labctl.PathSpec(**DEMO_LAB_PATH))
+    try:
+        # Started here, in the main thread: its children die with the thread that made them.
+        lab.__enter__()
+    except (labctl.LabError, OSError, subprocess.SubprocessError) as e:
+        return None, f"the path lab did not come up ({e})"
+    return lab, None
+
+
+def vantage_env(settings, lab):
+    """The vantage worker's environment: with a lab, its prober goes through lab_prober.sh."""
+    if lab is None:
+        return None
+    return dict(
+        os.environ,
+        QUICKPROBE_BIN=str(REPO / "scripts" / "lab_prober.sh"),
+        QPLAB_PROBER=str(Path(settings.QUICKPROBE_BIN).resolve()),
+        QPLAB_NEAR_NS=lab.near_ns,
+        QPLAB_FAR_ADDR=lab.far_addr,
+    )
 
 
 def main():
@@ -151,6 +198,7 @@ def main():
 
     procs = Processes()
     stopping = []
+    lab = None
 
     def on_signal(signum, frame):
         stopping.append(signum)
@@ -161,14 +209,17 @@ def main():
         procs.start(
             "iperf3 server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(iperf_port)], stdout=subprocess.DEVNULL
         )
-        site, vantage, password, token, admin_password = prepare(iperf_port)
+        lab, lab_reason = start_lab()
+        site, lab_site, vantage, user, password, token, admin_password = prepare(iperf_port, lab, lab_reason)
         py = sys.executable
         # As docker-compose.yml runs them, through the one launcher (portal/launch.py): beat never
         # inside a worker (-B), so a killed worker leaves no orphaned scheduler, and the reaper
         # runs on a worker of its own, so a lost vantage worker is found with no new request
         # arriving. A restart runs the launcher again: it rereads the vantage's concurrency.
         launch = [py, "-m", "portal.launch"]
-        procs.start("celery worker", [*launch, "vantage", "--name", vantage.name], restart=True)
+        procs.start(
+            "celery worker", [*launch, "vantage", "--name", vantage.name], restart=True, env=vantage_env(settings, lab)
+        )
         procs.start("housekeeping worker", [*launch, "housekeeping"], restart=True)
         procs.start("alerts worker", [*launch, "alerts"], restart=True)
         procs.start("celery beat", [*launch, "beat"], restart=True)
@@ -205,6 +256,22 @@ def main():
             f'          curl -H "Authorization: Bearer $TOKEN" -d site={site.slug} http://127.0.0.1:{web_port}/api/v1/measurements'
         )
         say(f"site:     {site.slug} -> iperf3 -s on 127.0.0.1:{iperf_port}; vantage {vantage.name}")
+        if lab_site is not None:
+            say(
+                f"site:     {lab_site.slug} -> iperf3 -s on {lab.far_addr}:{lab.port} behind the path lab "
+                f"({lab_site.location}); vantage {vantage.name} from the lab's near namespace"
+            )
+            say(f"lab:      namespaces {os.readlink(lab.near_ns)} {os.readlink(lab.far_ns)}; gone when make run stops")
+        else:
+            say(f"lab:      none, so loopback is the only demo site: {lab_reason}")
+        from portal.measure.demo import first_tests
+
+        demo_sites = [lab_site, site] if lab_site is not None else [site]
+        try:
+            for m in first_tests(vantage, user, demo_sites):
+                say(f"first:    a quick test of {m.site.slug} is queued: http://127.0.0.1:{web_port}/m/{m.slug}/")
+        except Exception as e:  # the portal still serves; the user can request them by hand
+            say(f"first:    the first tests could not be queued: {e}")
         say(
             f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db['NAME']}; broker: {settings.CELERY_BROKER_URL.split('@')[-1]}"
         )
@@ -221,6 +288,10 @@ def main():
         return 0
     finally:
         procs.stop_all()
+        if lab is not None:
+            # After the workers: no prober is left in the near namespace to hold it.
+            lab.close()
+            say("path lab torn down")
         say("stopped")
 
 

@@ -125,8 +125,28 @@
     el.closest("figure").appendChild(legend);
   }
 
+  // The time axis spans the run, 0 to its elapsed time (the charts' data-elapsed-s), not to the
+  // next round tick: a 10 s run drawn to 12 s reads as a run that stopped early. Without the
+  // figure, the last sample's time.
+  function runEnd(t) {
+    var box = document.querySelector(".charts[data-elapsed-s]");
+    var end = box ? parseFloat(box.getAttribute("data-elapsed-s")) : NaN;
+    if (!(end > 0) && t.length) end = t[t.length - 1];
+    return end > 0 ? end : undefined;
+  }
+
+  function endAxisAt(options, end) {
+    if (end === undefined) return options;
+    options.scales.x.min = 0;
+    options.scales.x.max = end;
+    // No extra tick for the end itself (10.03 beside 10): the axis simply stops there.
+    options.scales.x.ticks = { includeBounds: false };
+    return options;
+  }
+
   function drawTrace(trace) {
     var t = trace.t;
+    var end = runEnd(t);
     var marker = { x: trace.slow_start_end_s, label: "slow-start end" };
     var streams = trace.streams || [];
     var ms = function (v) { return v / 1000; };
@@ -139,7 +159,7 @@
     }
     var bbr = bbrStream(streams);
     var band = quickBand(trace);
-    var cwndOptions = baseOptions("congestion window", QP.bytes, marker);
+    var cwndOptions = endAxisAt(baseOptions("congestion window", QP.bytes, marker), end);
     binaryAxis(cwndOptions.scales.y);
     cwndOptions.plugins.band = band;
     if (bbr) {
@@ -149,7 +169,7 @@
     chart("chart-cwnd", cwnd, cwndOptions, [bbrBands]);
     var bw = [line("InstBW", points(t, trace.inst_bps), QP.palette[0]),
               line("CumuBW", points(t, trace.cumu_bps), QP.palette[1])];
-    var bwOptions = baseOptions("throughput (bit/s)", QP.bps, marker);
+    var bwOptions = endAxisAt(baseOptions("throughput (bit/s)", QP.bps, marker), end);
     // The axis fits InstBW and CumuBW; BBR's estimate can spike far above them, and is clipped.
     bwOptions.scales.y.max = rateCeiling(trace.inst_bps.concat(trace.cumu_bps));
     bwOptions.plugins.band = band;
@@ -161,7 +181,7 @@
                    points(t, estimate), QP.palette[2], { borderDash: [2, 2] }));
     }
     chart("chart-bw", bw, bwOptions);
-    var streamOptions = baseOptions("congestion window", QP.bytes, marker);
+    var streamOptions = endAxisAt(baseOptions("congestion window", QP.bytes, marker), end);
     binaryAxis(streamOptions.scales.y);
     streamOptions.plugins.band = band;
     // Streams are numbered 1..N (iperf3's own ids, 1, 3, 4, 5, read as if streams were missing).
@@ -171,7 +191,7 @@
     chart("chart-rtt", streams.map(function (s, i) {
       return line(streams.length === 1 ? "smoothed RTT" : "stream " + (i + 1), points(t, s.rtt_us, ms),
                   QP.palette[i % QP.palette.length]);
-    }), baseOptions("round-trip time (ms)", function (v) { return Number(v).toFixed(2) + " ms"; }, marker));
+    }), endAxisAt(baseOptions("round-trip time (ms)", function (v) { return Number(v).toFixed(2) + " ms"; }, marker), end));
   }
 
   var live = null;

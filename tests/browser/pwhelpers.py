@@ -1,8 +1,24 @@
 """Helpers the browser tests import: the page watcher, screenshots and canvas pixel checks."""
 
+import os
+import shutil
 from pathlib import Path
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# The pictures of docs/screenshots/README.md (the README's tour): tests/browser/test_tour.py
+# takes most of them from `make run`'s own pages; test_progress.py the full and failed runs.
+TOUR = {
+    "sites-overview",
+    "request-form",
+    "request-form-error",
+    "live-progress",
+    "permalink-quick",
+    "permalink-quick-loopback",
+    "permalink-validate",
+    "permalink-full-2-streams",
+    "permalink-failed",
+    "site-history",
+}
 
 # Reported by the page itself, so that violations of scripts that never ran are still seen.
 CSP_LISTENER = """
@@ -70,6 +86,11 @@ class PageWatch:
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=full_page)
+        # `make screenshots` sets SCREENSHOTS_DIR: the tour's pictures (docs/screenshots/) are
+        # retaken from the pages as they are today, never copied by hand.
+        tour_dir = os.environ.get("SCREENSHOTS_DIR")
+        if tour_dir and name in TOUR:
+            shutil.copyfile(path, Path(tour_dir) / f"{name}.png")
         return path
 
 
