@@ -28,7 +28,14 @@ def _api(port, token, path, data=None):
 def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
     port = servers.free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runcheck", PYTHONUNBUFFERED="1")
+    # DEMO_LAB=0: the lab demo has its own test (test_make_run_lab.py)
+    env.update(
+        PORT=str(port),
+        PORTAL_VAR_DIR=str(tmp_path / "var"),
+        VANTAGE_NAME="runcheck",
+        PYTHONUNBUFFERED="1",
+        DEMO_LAB="0",
+    )
     log = tmp_path / "run.log"
     with open(log, "w") as out:
         # Run from tmp_path: anything written relative to the working directory shows up there.

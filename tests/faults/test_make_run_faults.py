@@ -63,8 +63,14 @@ def _children(parent, needle):
 def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
     port = servers.free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    # DEMO_LAB=0: the lab demo has its own test (tests/e2e/test_make_run_lab.py)
     env.update(
-        TIMINGS, PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="runfault", PYTHONUNBUFFERED="1"
+        TIMINGS,
+        PORT=str(port),
+        PORTAL_VAR_DIR=str(tmp_path / "var"),
+        VANTAGE_NAME="runfault",
+        PYTHONUNBUFFERED="1",
+        DEMO_LAB="0",
     )
     log = tmp_path / "run.log"
     with open(log, "w") as out:

@@ -45,7 +45,15 @@ def _beat_runs_done(db_path):
 def test_make_run_prints_admin_login_and_beat_fires_sweep(tmp_path, quickprobe_bin):
     port = servers.free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="sweepcheck", PYTHONUNBUFFERED="1")
+    # DEMO_LAB=0: not this test's subject (tests/e2e/test_make_run_lab.py is), and its lab and
+    # first tests would share the one vantage slot with the sweep
+    env.update(
+        PORT=str(port),
+        PORTAL_VAR_DIR=str(tmp_path / "var"),
+        VANTAGE_NAME="sweepcheck",
+        PYTHONUNBUFFERED="1",
+        DEMO_LAB="0",
+    )
     log = tmp_path / "run.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
