@@ -47,7 +47,7 @@ class AlertRule(models.Model):
         max_length=8,
         choices=Mode.choices,
         default=Mode.QUICK,
-        help_text="Only results of this mode are compared (quick estimates and 20 s runs differ by design).",
+        help_text="Only results of this mode are compared (quick answers and full-length runs differ by design).",
     )
     same_settings = models.BooleanField(
         default=True,

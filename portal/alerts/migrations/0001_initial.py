@@ -9,82 +9,223 @@ import portal.alerts.models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('measure', '0001_initial'),
+        ("measure", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AlertRule',
+            name="AlertRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('enabled', models.BooleanField(default=True)),
-                ('mode', models.CharField(choices=[('quick', 'quick'), ('full', 'full'), ('validate', 'validate')], default='quick', help_text='Only results of this mode are compared (quick estimates and 20 s runs differ by design).', max_length=8)),
-                ('same_settings', models.BooleanField(default=True, help_text='Compare a result only with earlier results of the same streams, window and congestion control (a sweep mixes settings whose rates differ by design).')),
-                ('baseline_results', models.PositiveSmallIntegerField(default=10, help_text='The baseline is the median of the N results before the ones being judged; no alert until N exist within the window.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)], verbose_name='baseline: last N results')),
-                ('baseline_days', models.PositiveSmallIntegerField(default=14, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(365)], verbose_name='baseline window (days)')),
-                ('consecutive', models.PositiveSmallIntegerField(default=3, help_text='An alert opens after K results in a row below the threshold, and closes after K in a row back at or above it: one bad (or good) result alone changes nothing.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(50)], verbose_name='K results in a row')),
-                ('threshold_pct', models.FloatField(default=70.0, validators=[django.core.validators.MinValueValidator(1.0), django.core.validators.MaxValueValidator(100.0)], verbose_name='threshold (% of baseline)')),
-                ('email_to', models.TextField(blank=True, help_text='Addresses separated by commas or new lines; empty: no e-mail.', validators=[portal.alerts.models.validate_email_list], verbose_name='e-mail to')),
-                ('webhook_url', models.URLField(blank=True, help_text='Receives a JSON POST for every alert and recovery; empty: none.', max_length=500)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('site', models.ForeignKey(blank=True, help_text='Empty: every site.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='measure.site')),
-                ('vantage', models.ForeignKey(blank=True, help_text='Empty: every vantage.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='measure.vantage')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("quick", "quick"), ("full", "full"), ("validate", "validate")],
+                        default="quick",
+                        help_text="Only results of this mode are compared (quick estimates and 20 s runs differ by design).",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "same_settings",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Compare a result only with earlier results of the same streams, window and congestion control (a sweep mixes settings whose rates differ by design).",
+                    ),
+                ),
+                (
+                    "baseline_results",
+                    models.PositiveSmallIntegerField(
+                        default=10,
+                        help_text="The baseline is the median of the N results before the ones being judged; no alert until N exist within the window.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(1000),
+                        ],
+                        verbose_name="baseline: last N results",
+                    ),
+                ),
+                (
+                    "baseline_days",
+                    models.PositiveSmallIntegerField(
+                        default=14,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(365),
+                        ],
+                        verbose_name="baseline window (days)",
+                    ),
+                ),
+                (
+                    "consecutive",
+                    models.PositiveSmallIntegerField(
+                        default=3,
+                        help_text="An alert opens after K results in a row below the threshold, and closes after K in a row back at or above it: one bad (or good) result alone changes nothing.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(50),
+                        ],
+                        verbose_name="K results in a row",
+                    ),
+                ),
+                (
+                    "threshold_pct",
+                    models.FloatField(
+                        default=70.0,
+                        validators=[
+                            django.core.validators.MinValueValidator(1.0),
+                            django.core.validators.MaxValueValidator(100.0),
+                        ],
+                        verbose_name="threshold (% of baseline)",
+                    ),
+                ),
+                (
+                    "email_to",
+                    models.TextField(
+                        blank=True,
+                        help_text="Addresses separated by commas or new lines; empty: no e-mail.",
+                        validators=[portal.alerts.models.validate_email_list],
+                        verbose_name="e-mail to",
+                    ),
+                ),
+                (
+                    "webhook_url",
+                    models.URLField(
+                        blank=True,
+                        help_text="Receives a JSON POST for every alert and recovery; empty: none.",
+                        max_length=500,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "site",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty: every site.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="measure.site",
+                    ),
+                ),
+                (
+                    "vantage",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty: every vantage.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="measure.vantage",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Alert',
+            name="Alert",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('series', models.CharField(max_length=64)),
-                ('mode', models.CharField(choices=[('quick', 'quick'), ('full', 'full'), ('validate', 'validate')], max_length=8)),
-                ('baseline_bps', models.FloatField()),
-                ('threshold_bps', models.FloatField()),
-                ('opened_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('opened_bps', models.JSONField(default=list, help_text='The K results that opened it, oldest first.')),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('closed_bps', models.JSONField(blank=True, default=list)),
-                ('closed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='measure.measurement')),
-                ('opened_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='measure.measurement')),
-                ('site', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='measure.site')),
-                ('vantage', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='measure.vantage')),
-                ('rule', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='alerts', to='alerts.alertrule')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("series", models.CharField(max_length=64)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("quick", "quick"), ("full", "full"), ("validate", "validate")], max_length=8
+                    ),
+                ),
+                ("baseline_bps", models.FloatField()),
+                ("threshold_bps", models.FloatField()),
+                ("opened_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("opened_bps", models.JSONField(default=list, help_text="The K results that opened it, oldest first.")),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                ("closed_bps", models.JSONField(blank=True, default=list)),
+                (
+                    "closed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="measure.measurement",
+                    ),
+                ),
+                (
+                    "opened_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="measure.measurement",
+                    ),
+                ),
+                (
+                    "site",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="measure.site"),
+                ),
+                (
+                    "vantage",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="measure.vantage"
+                    ),
+                ),
+                (
+                    "rule",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="alerts", to="alerts.alertrule"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-opened_at'],
+                "ordering": ["-opened_at"],
             },
         ),
         migrations.CreateModel(
-            name='Delivery',
+            name="Delivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('opened', 'alert'), ('closed', 'recovery')], max_length=8)),
-                ('channel', models.CharField(choices=[('email', 'e-mail'), ('webhook', 'webhook')], max_length=8)),
-                ('target', models.TextField()),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('sent', 'sent'), ('failed', 'failed')], default='pending', max_length=8)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('alert', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='alerts.alert')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(choices=[("opened", "alert"), ("closed", "recovery")], max_length=8)),
+                ("channel", models.CharField(choices=[("email", "e-mail"), ("webhook", "webhook")], max_length=8)),
+                ("target", models.TextField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "pending"), ("sent", "sent"), ("failed", "failed")],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "alert",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="deliveries", to="alerts.alert"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
+                "ordering": ["created_at", "pk"],
             },
         ),
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(fields=['closed_at', '-opened_at'], name='alert_closed_opened'),
+            model_name="alert",
+            index=models.Index(fields=["closed_at", "-opened_at"], name="alert_closed_opened"),
         ),
         migrations.AddConstraint(
-            model_name='alert',
-            constraint=models.UniqueConstraint(condition=models.Q(('closed_at__isnull', True)), fields=('rule', 'site', 'vantage', 'series'), name='one_open_alert_per_rule_path_series'),
+            model_name="alert",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("closed_at__isnull", True)),
+                fields=("rule", "site", "vantage", "series"),
+                name="one_open_alert_per_rule_path_series",
+            ),
         ),
     ]
