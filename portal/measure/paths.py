@@ -572,25 +572,40 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
         created_at__gte=since, validate_quick_bps__isnull=False, full_bps__isnull=False
     )
     points = [
-        {"x": full, "y": quick, "error_pct": err, "ci_pct": ci, "converged": conv, "slug": slug}
-        for full, quick, err, ci, conv, slug in validate.order_by("-created_at").values_list(
+        {
+            "x": full,
+            "y": quick,
+            "error_pct": err,
+            "ci_pct": ci,
+            # as chart_points: False only where the estimate was not the answer (fell back)
+            "converged": True if answered is True else conv,
+            "slug": slug,
+        }
+        for full, quick, err, ci, conv, answered, slug in validate.order_by("-created_at").values_list(
             "full_bps",
             "validate_quick_bps",
             "validate_error_pct",
             "validate_quick_ci_pct",
             "validate_quick_converged",
+            "result__validate__quick_answered",
             "slug",
         )[:limit]
     ]
-    # The error of what quick mode reports: an estimate that did not converge is never the
-    # result, the full run it falls back to is (prober/EVENTS.md), so such a run counts 0, as
-    # bench-quick counts it. Its own estimate stays on the scatter, marked as not converged.
+    # The error of what quick mode reports. Since issue 24 it answers at its deadline whether or
+    # not it converged (the validate object's quick_answered): its estimate is the result, and
+    # counts with its own error. One that fell back (asked to run until converged, or a row from
+    # a prober before issue 24, which has quick_converged alone) is never the result, the full run
+    # it falls back to is (prober/EVENTS.md), so it counts 0, as bench-quick counted it. Its own
+    # estimate stays on the scatter, marked.
+    fell_back_q = Q(validate_quick_converged=False) & (
+        Q(result__validate__quick_answered__isnull=True) | Q(result__validate__quick_answered=False)
+    )
     reported = Case(
-        When(validate_quick_converged=False, then=Value(0.0)),
+        When(fell_back_q, then=Value(0.0)),
         default=Abs("validate_error_pct"),
         output_field=FloatField(),
     )
-    fell_back = Count("pk", filter=Q(validate_quick_converged=False))
+    fell_back = Count("pk", filter=fell_back_q)
     if connection.vendor == "postgresql":
         error = validate.aggregate(
             n=Count("pk"), fell_back=fell_back, median=Percentile(reported, 0.5), p90=Percentile(reported, 0.9)

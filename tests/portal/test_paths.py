@@ -183,6 +183,35 @@ def test_quick_vs_full_error_and_savings(site, vantage):
     assert q["saved"].time_pct == pytest.approx(85.0)
 
 
+def test_quick_vs_full_counts_an_answer_at_the_deadline_with_its_own_error(site, vantage):
+    # Issue 24: a validate run whose quick window did not converge but answered at its deadline
+    # (validate.quick_answered) is an answer: its own error counts and it is no fallback; one
+    # that fell back (quick_answered false: asked to run until converged) still counts 0.
+    for i, (err, answered) in enumerate(((8.0, True), (30.0, False), (2.0, True))):
+        full = 100e6
+        result = factories.sample_result_event(
+            mode="validate",
+            quick_bps=None,
+            full_bps=full,
+            cumulative_bps=full,
+            time_saved_pct=None,
+            validate={
+                "quick_bps": full * (1 + err / 100),
+                "error_pct": err,
+                "quick_ci_pct": 12.0,
+                "quick_converged": False,
+                "quick_answered": answered,
+            },
+        )
+        factories.make_done_measurement(
+            site=site, vantage=vantage, mode="validate", result=result, created_at=NOW - datetime.timedelta(minutes=i)
+        )
+    q = paths.quick_vs_full(site.pk, vantage.pk)
+    assert q["error"]["n"] == 3 and q["error"]["fell_back"] == 1
+    assert q["error"]["median"] == pytest.approx(2.0)  # of 0, 2, 8
+    assert sorted((p["error_pct"], p["converged"]) for p in q["points"]) == [(2.0, True), (8.0, True), (30.0, False)]
+
+
 def test_quick_vs_full_counts_an_unconverged_estimate_as_its_fallback(site, vantage):
     # Quick mode reports the full run when its estimate did not converge: that run's error is
     # 0 in the summary (as bench-quick counts it), while its +40 % estimate stays plotted, marked.
