@@ -42,7 +42,8 @@ def explain_method_not_allowed(get_response):
         response = get_response(request)
         if response.status_code != 405 or response.get("Content-Type", "").startswith("application/json"):
             return response
-        allowed = response.get("Allow", "")
+        # Sorted: ninja builds the list from a set, so its order would change with the hash seed.
+        allowed = ", ".join(sorted(m.strip() for m in response.get("Allow", "").split(",") if m.strip()))
         explained = _answer(
             request,
             405,
