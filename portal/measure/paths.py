@@ -587,7 +587,7 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
             "validate_error_pct",
             "validate_quick_ci_pct",
             "validate_quick_converged",
-            "result__validate__quick_answered",
+            "validate_quick_answered",
             "slug",
         )[:limit]
     ]
@@ -598,7 +598,7 @@ def quick_vs_full(site_id, vantage_id, days=ANALYSIS_DAYS, now=None, limit=SCATT
     # it falls back to is (prober/EVENTS.md), so it counts 0, as bench-quick counted it. Its own
     # estimate stays on the scatter, marked.
     fell_back_q = Q(validate_quick_converged=False) & (
-        Q(result__validate__quick_answered__isnull=True) | Q(result__validate__quick_answered=False)
+        Q(validate_quick_answered__isnull=True) | Q(validate_quick_answered=False)
     )
     reported = Case(
         When(fell_back_q, then=Value(0.0)),

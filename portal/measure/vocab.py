@@ -293,6 +293,11 @@ RESULT_FIELDS = (
     ResultField("quick_hi_bps", "float"),
     ResultField("quick_bound_by", "str", max_length=16),
     ResultField("quick_bound_text", "str", max_length=300),
+    # The validate object's quick_answered: whether the paired quick estimate was what quick mode
+    # would have reported (it converged or answered at its deadline) or fell back; null on rows
+    # from provers before issue 24. A column so the path page's error summary reads it without
+    # loading result JSON.
+    ResultField("validate_quick_answered", "bool", source=("validate", "quick_answered")),
 )
 RESULT_FIELD_NAMES = tuple(f.name for f in RESULT_FIELDS)
 

@@ -15,7 +15,7 @@ HEADER = (
     "window_given_bytes,congestion_used,time_saved_pct,traffic_saved_pct,validate_quick_bps,"
     "validate_error_pct,quick_ci_pct,quick_window_s,quick_converged,validate_quick_ci_pct,"
     "validate_quick_converged,peer_window_bytes,rwnd_limited_pct,window_limited,quick_held_by,"
-    "quick_answered,quick_lo_bps,quick_hi_bps,quick_bound_by,quick_bound_text,failure_code,"
+    "quick_answered,quick_lo_bps,quick_hi_bps,quick_bound_by,quick_bound_text,validate_quick_answered,failure_code,"
     "failure_reason"
 )
 
@@ -61,9 +61,9 @@ def test_csv_exact_content_and_header(api_client, history):
         HEADER + "\r\n"
         "doneAAAAAAAA,loopback,local,quick,done,2026-11-10T12:00:00+00:00,2026-11-10T12:00:00+00:00,"
         "2026-11-10T13:00:00+00:00,10,1,65536,,9300000000.0,estimate,true,9300000000.0,8100000000.0,,0.84,paper_cwnd_stable,"
-        "1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,\r\n"
+        "1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,,\r\n"
         "failBBBBBBBB,loopback,local,quick,failed,2026-11-11T12:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,"
-        ",,,,,,,,,,,,,,"
+        ",,,,,,,,,,,,,,,"
         # Public: the code's meaning, never the stored reason (host:port, stderr).
         "connect_refused,nothing listens on the site's port\r\n"
     )

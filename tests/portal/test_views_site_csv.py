@@ -14,7 +14,7 @@ HEADER = (
     "congestion_used,time_saved_pct,traffic_saved_pct,validate_quick_bps,validate_error_pct,quick_ci_pct,"
     "quick_window_s,quick_converged,validate_quick_ci_pct,validate_quick_converged,peer_window_bytes,"
     "rwnd_limited_pct,window_limited,quick_held_by,"
-    "quick_answered,quick_lo_bps,quick_hi_bps,quick_bound_by,quick_bound_text,failure_code,failure_reason\r\n"
+    "quick_answered,quick_lo_bps,quick_hi_bps,quick_bound_by,quick_bound_text,validate_quick_answered,failure_code,failure_reason\r\n"
 )
 
 
@@ -50,17 +50,17 @@ def rows(site, vantage):
 DONE_ROW = (
     "done-0301,loopback,local,quick,done,2026-03-01T12:00:00+00:00,2026-03-01T12:00:00+00:00,"
     "2026-03-01T12:00:02+00:00,10,1,262144,cubic,9300000000.0,estimate,true,9300000000.0,8100000000.0,,0.84,"
-    "paper_cwnd_stable,1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,\r\n"
+    "paper_cwnd_stable,1.86,1234567890,1234500000,0,45,12,65483,,2626560,bbr,81.4,89.4,,,,1.0,,,,,,,,,,,,,,,\r\n"
 )
 FAILED_ROW = (
     "fail-0302,loopback,local,quick,failed,2026-03-02T23:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
-    ",,,,,connect_refused,"
+    ",,,,,,connect_refused,"
     # Public: the code's meaning, never the stored reason (host:port, stderr).
     "nothing listens on the site's port\r\n"
 )
 QUEUED_ROW = (
     "queued-0305,loopback,local,quick,queued,2026-03-05T00:00:00+00:00,,,10,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
-    ",,,,,\r\n"
+    ",,,,,,\r\n"
 )
 
 
