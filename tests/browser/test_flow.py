@@ -91,8 +91,13 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
 
     # Permalink: the headline is the stored figure and every trace chart is drawn with every sample.
     headline = page.locator("#headline").inner_text().strip()
-    # A quick estimate that did not converge is not the headline: the run went on to -t.
-    assert headline == format_bps(m.quick_bps if m.quick_converged is not False else m.cumulative_bps)
+    # A quick answer (converged or at its deadline) is the headline with its error bar; one that
+    # fell back is not: the run went on to -t and its average is the headline, bare.
+    answered = m.quick_answered if m.quick_answered is not None else m.quick_converged
+    expected = format_bps(m.quick_bps if answered is not False else m.cumulative_bps)
+    if answered is not False and m.quick_ci_pct is not None:
+        expected += f" ± {m.quick_ci_pct:.1f} %"
+    assert headline == expected
     samples = m.trace.sample_count
     assert samples > 10
     for canvas in ("chart-bw", "chart-cwnd", "chart-rtt"):
@@ -144,13 +149,15 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
         "done",
     )
     assert float(row["quick_bps"]) == m.quick_bps
-    assert float(row["headline_bps"]) == (m.quick_bps if m.quick_converged is not False else m.cumulative_bps)
+    assert float(row["headline_bps"]) == m.headline_bps
 
     # Back to the overview: its "last quick" column links to the result, with the same figure.
     page.goto(f"{base}/")
     last_quick = page.locator(f'#sites a[href="/m/{slug}/"]')
     assert last_quick.count() == 1
-    assert last_quick.inner_text().strip() == headline
+    # The figure with its tag (_quick_mark.html), not the error bar: a table cell is narrow.
+    tag = {"converged": "converged", "deadline": "at deadline", "fell_back": "full run: not converged"}[m.quick_mark]
+    assert last_quick.inner_text().strip() == f"{format_bps(m.headline_bps)} {tag}"
     watched_page.screenshot("sites-overview")
 
     watched_page.assert_clean()
