@@ -102,7 +102,14 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         (leader,) = workers  # the worker's main process, leader of its process group
 
         body = _api(port, token, "measurements", data=b"site=local-iperf3&mode=full&duration_s=20")
-        servers.wait_until(lambda: drills.prober_pids(iperf), 30, "the prober running")
+        # make run queues its own first test of the loopback site: ours runs after it, so wait
+        # for ours to be the one running (killing the worker during the first would drill that).
+        servers.wait_until(
+            lambda: _api(port, token, f"measurements/{body['id']}")["status"] == "running"
+            and drills.prober_pids(iperf),
+            60,
+            "our test's prober running",
+        )
         time.sleep(1)
         os.killpg(leader, signal.SIGKILL)
         killed_at = time.monotonic()
