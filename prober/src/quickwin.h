@@ -119,6 +119,8 @@ typedef struct {
 typedef struct {
     double rate_bps;
     double ci_frac;         /* < 0 when the estimate has no interval */
+    double end_frac;        /* the part of ci_frac that is the run's end and BBR's visits:
+                               on the figure, not the steady rate (0 without an interval) */
     double probe_rtt_s;     /* steady-rate seconds such a run loses to PROBE_RTT (BBR):
                                its visits' time x the share of the BDP that 4 packets a
                                stream leave unfilled */

@@ -230,8 +230,10 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     range_of(q, nq, &qlo, &qhi);
     cap = qw_capacity_seen(w);
     if (pr->ci_frac >= 0) {
-        /* the prediction interval is on the run's figure: back to the steady rate */
-        double half = pr->ci_frac * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
+        /* the sampling part of the prediction interval, back to the steady rate (the end's
+         * part is on the figure: added below, after the cap) */
+        double sampling = sqrt(fmax(0, pr->ci_frac * pr->ci_frac - pr->end_frac * pr->end_frac));
+        double half = sampling * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
 
         widen(&b, b.steady - half, b.steady + half, QW_BOUND_STATISTICS);
     } else {
@@ -251,9 +253,19 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         b.hi = fmin(b.hi, fmax(w->s[w->n - 1].bw_bps / 8.0, b.steady));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
-    /* to the run's figure, as qw_predict maps the steady rate */
+    /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
+     * which no cap on the steady rate bounds: how long the last bytes took to drain is a
+     * matter of time, not of rate (a capacity-limited flow's figure read above an interval
+     * whose upper side the capacity seen had cut to 0.02 %) */
     b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
     b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
+    if (pr->ci_frac >= 0 && pr->end_frac > 0) {
+        double e = pr->end_frac * pr->rate_bps, dlo = pr->rate_bps - b.lo_bps,
+               dhi = b.hi_bps - pr->rate_bps;
+
+        b.lo_bps = fmax(0, pr->rate_bps - sqrt(dlo * dlo + e * e));
+        b.hi_bps = pr->rate_bps + sqrt(dhi * dhi + e * e);
+    }
     return b;
 }
 

@@ -41,7 +41,8 @@ static double probe_rtt_visit_s(double min_rtt_s)
     return hold + min_rtt_s;
 }
 
-/* The prediction's 95 % half-width, as a fraction of p->rate_bps. Its parts, in quadrature:
+/* The prediction's 95 % half-width, as a fraction of p->rate_bps (p->ci_frac), and the part of
+ * it that is on the figure rather than the steady rate (p->end_frac). Its parts, in quadrature:
  * - the rest of the run is a new stretch of the same process, whose own mean varies too
  *   (batch variance x batch length / its length, next to the window's counted_s): the
  *   window's variance grows by 1 + counted / rest;
@@ -59,8 +60,8 @@ static double probe_rtt_visit_s(double min_rtt_s)
  *   100 Mbit/s x 90 ms path lost a third of the cost the model counts): half that cost.
  * (Off the bench's matrix, 4- and 8-stream BBR runs read 0.2-1.1 % from their 20 s figure
  * with intervals of 0.06-0.24 %: 7 of 10 such converged runs fell outside.) */
-static double prediction_ci(const qw_window *w, const qw_prediction *p, double full_s,
-                            double rest, double steady)
+static void prediction_ci(const qw_window *w, qw_prediction *p, double full_s, double rest,
+                          double steady)
 {
     double fig = p->rate_bps * full_s / 8.0, rate = w->est.rate_bps / 8.0;
     double sampling = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
@@ -68,13 +69,14 @@ static double prediction_ci(const qw_window *w, const qw_prediction *p, double f
     double end = (w->p.streams > 1 ? 2 : 1) * rate * (w->slice_rtt_us / 1e6) / fig;
     double visits = w->p.streams > 1 ? 0.5 * rate * p->probe_rtt_s / fig : 0;
 
-    return sqrt(sampling * sampling + end * end + visits * visits);
+    p->end_frac = sqrt(end * end + visits * visits);
+    p->ci_frac = sqrt(sampling * sampling + p->end_frac * p->end_frac);
 }
 
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
 qw_prediction qw_predict(const qw_window *w, double full_s)
 {
-    qw_prediction p = { 0, -1, 0, 0 };
+    qw_prediction p = { 0, -1, 0, 0, 0 };
     double rest, steady;
 
     if (w->start_t < 0 || w->est.rate_bps <= 0 || full_s <= 0)
@@ -97,6 +99,6 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
     p.steady_share = (rest - p.probe_rtt_s) / full_s;
     if (w->est.ci_frac >= 0 && p.rate_bps > 0)
-        p.ci_frac = prediction_ci(w, &p, full_s, rest, steady);
+        prediction_ci(w, &p, full_s, rest, steady);
     return p;
 }

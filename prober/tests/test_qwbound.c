@@ -81,8 +81,17 @@ static void test_random_loss_floor_from_packets_seen(void)
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_RANDOM_LOSS);
     CHECK_NEAR(b.lo, want, want * 1e-9);
-    CHECK_NEAR(b.lo_bps, pr.rate_bps + (want - b.steady) * 8 * pr.steady_share, 1e-3);
-    CHECK(b.hi_bps <= pr.rate_bps * 1.001);     /* never above the capacity seen */
+    /* the floor mapped to the figure, and the run's end in quadrature with it */
+    CHECK_NEAR(b.lo_bps,
+               pr.rate_bps - hypot((b.steady - want) * 8 * pr.steady_share, pr.end_frac * pr.rate_bps),
+               1e-3);
+    /* the steady rate never above the capacity seen (a flat rate: the estimate itself); the
+     * figure's upper side is then the run's end alone: one smoothed RTT of the rate over the
+     * run, 50 ms of 20.05 s here */
+    CHECK_NEAR(b.hi, b.steady, 1e-6);
+    CHECK_NEAR(pr.end_frac, w.est.rate_bps / 8 * 0.05 / (pr.rate_bps / 8 * 20.05), 1e-9);
+    CHECK_NEAR(b.hi_bps, pr.rate_bps * (1 + pr.end_frac), 1e-3);
+    CHECK(pr.end_frac > 0.002 && pr.end_frac < 0.003);
     /* the same with 8 streams: each stream's window is an eighth, the floor 8 x higher */
     p.streams = 8;
     pr = feed_all(&p, 20);
@@ -158,7 +167,7 @@ static void test_bbr_estimate_caps_and_short_window(void)
     pr = feed_all(&p, 20);
     b = qw_bound(&w, &pr);
     CHECK(b.hi <= 100e6 / 8 + 1e-6 || b.hi <= b.steady);
-    CHECK(b.lo < b.steady);
+    CHECK(b.lo_bps < pr.rate_bps && pr.rate_bps < b.hi_bps);
     p.max_s = 0.1;
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_GAVE_UP && qw_result(&w)->ci_frac < 0);
