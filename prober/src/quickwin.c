@@ -580,6 +580,15 @@ static int recovery_blocks(const qw_window *w, const qw_sample *s)
     return s->overshoot_recovery && s->t_s - w->open_t < bound_s;
 }
 
+/* Seconds from the window's close to the answer: the data in flight drains in about one
+ * smoothed RTT as it stands now (the slowest stream's; a queue that built since the window
+ * opened lengthens it), and with several streams in about two, as they finish unevenly
+ * (qwpredict.c counts the run's end the same way). */
+static double drain_s(const qw_window *w, const qw_sample *s)
+{
+    return (w->p.streams > 1 ? 2 : 1) * s->rtt_us / 1e6;
+}
+
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
  * by without one (a stream always in a loss recovery: several streams on a lossy path, where
  * that is the steady state; the answer must still come by the deadline); 1 if started. */
@@ -593,10 +602,10 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->start_t = w->slice_t0 = s->t_s;
     w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
     /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
-     * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms: the
-     * window closes a smoothed RTT before it, the time the data in flight takes to drain. */
+     * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms:
+     * the window closes the drain's time before it (drain_s; qw_feed keeps it current). */
     if (w->p.deadline_rtts > 0)
-        w->deadline_t = fmin(w->open_t + w->p.max_s - s->rtt_us / 1e6,
+        w->deadline_t = fmin(w->open_t + w->p.max_s - drain_s(w, s),
                              fmax(s->t_s + w->p.min_s,
                                   w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6));
     w->slice_cwnd0 = s->cwnd_bytes;
@@ -807,6 +816,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
                  transient_may_go(w, mid))
             drop_transient(w, mid);
     }
+    /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
+     * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since) */
+    if (w->p.deadline_rtts > 0)
+        w->deadline_t = fmin(w->deadline_t, w->open_t + w->p.max_s - drain_s(w, s));
     if (s->t_s >= w->deadline_t - 1e-9 || w->n >= QW_MAX_SLICES)
         qw_stop(w);
     return w->state;

@@ -734,6 +734,37 @@ static void test_noisy_rate_gives_up(void)
     CHECK(qw_result(&w)->ci_frac > 0.03);
 }
 
+/* The answer is due --quick-max-ms after the window opened: the window closes the drain's
+ * time before it, a smoothed RTT as it stands at each sample (two with several streams). A
+ * noisy rate that never converges, its queue filling from 100 to 400 ms of RTT from 2 to 3 s
+ * (measuring began at 2.66 s, at 300 ms): it closes at 5 - 0.4 s, not 5 - 0.3, so the drain
+ * still ends by 5 s; with 4 streams at 5 - 0.8 s. (qw_end_t is the last whole slice's end,
+ * at or before the deadline.) */
+static void test_deadline_leaves_the_current_drain(void)
+{
+    qw_params p = defaults(0);
+    uint32_t st = 7;
+
+    p.deadline_rtts = 100;
+    z.n = 0;
+    for (int i = 0; i < 400; i++) {
+        if (i % 20 == 0)
+            st = st * 1664525u + 1013904223u;
+        push(100e6 * (0.6 + 0.8 * (st >> 8) / 16777216.0), 600 * MSS,
+             i < 100 ? 100000 : i < 150 ? 100000 + 6000 * (i - 100) : 400000, 0, QW_BBR_NONE);
+    }
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_NEAR(w.deadline_t, 4.6, 1e-6);
+    CHECK(qw_end_t(&w) <= 4.6);
+    p.streams = 4;
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK_NEAR(w.deadline_t, 4.2, 1e-6);
+    CHECK(qw_end_t(&w) <= 4.2);
+}
+
 /* BBR on a lossy path (or with several streams): some stream is in a loss recovery in 3 of
  * every 4 samples, none lasting 100 ms, while the delivery rate stays at the link's. BBR's
  * rate in PROBE_BW is its model's, which losses do not lower: the window starts at the
@@ -1206,6 +1237,7 @@ int main(int argc, char **argv)
     test_bbr_level_change_is_the_path();
     test_bbr_busy_link_needs_no_whole_cycles();
     test_noisy_rate_gives_up();
+    test_deadline_leaves_the_current_drain();
     test_never_started();
     test_recorded_quick_windows();
     test_recorded_head_at_full_link_is_the_path();
