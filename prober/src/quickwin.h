@@ -119,8 +119,9 @@ typedef struct {
 typedef struct {
     double rate_bps;
     double ci_frac;         /* < 0 when the estimate has no interval */
-    double end_frac;        /* the part of ci_frac that is the run's end and BBR's visits:
-                               on the figure, not the steady rate (0 without an interval) */
+    double end_frac;        /* the run's end and BBR's visits, a fraction of rate_bps: on
+                               the figure, not the steady rate (part of ci_frac when the
+                               window had batches, and there without them too) */
     double probe_rtt_s;     /* steady-rate seconds such a run loses to PROBE_RTT (BBR):
                                its visits' time x the share of the BDP that 4 packets a
                                stream leave unfilled */

@@ -256,10 +256,11 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
      * which no cap on the steady rate bounds: how long the last bytes took to drain is a
      * matter of time, not of rate (a capacity-limited flow's figure read above an interval
-     * whose upper side the capacity seen had cut to 0.02 %) */
+     * whose upper side the capacity seen had cut to 0.02 %); a window too short for batches
+     * (short: the quarters' range, 0.1 % on a flat BBR rate) keeps it too */
     b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
     b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
-    if (pr->ci_frac >= 0 && pr->end_frac > 0) {
+    if (pr->end_frac > 0) {
         double e = pr->end_frac * pr->rate_bps, dlo = pr->rate_bps - b.lo_bps,
                dhi = b.hi_bps - pr->rate_bps;
 

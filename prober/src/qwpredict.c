@@ -64,13 +64,17 @@ static void prediction_ci(const qw_window *w, qw_prediction *p, double full_s, d
                           double steady)
 {
     double fig = p->rate_bps * full_s / 8.0, rate = w->est.rate_bps / 8.0;
-    double sampling = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
-                      steady / 8.0 / fig;
     double end = (w->p.streams > 1 ? 2 : 1) * rate * (w->slice_rtt_us / 1e6) / fig;
     double visits = w->p.streams > 1 ? 0.5 * rate * p->probe_rtt_s / fig : 0;
 
+    /* the end's part holds whether or not the window had batches for the rest */
     p->end_frac = sqrt(end * end + visits * visits);
-    p->ci_frac = sqrt(sampling * sampling + p->end_frac * p->end_frac);
+    if (w->est.ci_frac >= 0) {
+        double sampling = w->est.ci_frac * sqrt(1.0 + (rest > 0 ? w->est.counted_s / rest : 0)) *
+                          steady / 8.0 / fig;
+
+        p->ci_frac = sqrt(sampling * sampling + p->end_frac * p->end_frac);
+    }
 }
 
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
@@ -98,7 +102,7 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
     p.steady_share = (rest - p.probe_rtt_s) / full_s;
-    if (w->est.ci_frac >= 0 && p.rate_bps > 0)
+    if (p.rate_bps > 0)
         prediction_ci(w, &p, full_s, rest, steady);
     return p;
 }

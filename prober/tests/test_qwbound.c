@@ -173,6 +173,12 @@ static void test_bbr_estimate_caps_and_short_window(void)
     CHECK(w.state == QW_GAVE_UP && qw_result(&w)->ci_frac < 0);
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_SHORT || b.width == 0);
+    /* no batches, but the run's end is there all the same (20 ms of the rate over 20.02 s),
+     * on both sides of the quarters' range */
+    CHECK(pr.ci_frac < 0);
+    CHECK_NEAR(pr.end_frac, w.est.rate_bps / 8 * 0.02 / (pr.rate_bps / 8 * 20.02), 1e-9);
+    CHECK(b.hi_bps >= pr.rate_bps * (1 + pr.end_frac) - 1e-3);
+    CHECK(b.lo_bps <= pr.rate_bps * (1 - pr.end_frac) + 1e-3);
 }
 
 int main(void)
