@@ -5,6 +5,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 from scripts.ports import free_port, listening, wait_until  # noqa: F401 (the tests' names for them)
@@ -72,3 +73,41 @@ def processes_with(needle):
         if needle in cmdline and state != "Z":
             pids.append(int(entry))
     return pids
+
+
+# What scripts/run.py prints once every process of `make run` is up.
+MAKE_RUN_READY = "Ctrl-C stops everything"
+# The test run's own portal settings, which a developer running `make run` has not exported.
+TEST_RUN_SETTINGS = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+
+
+def make_run_env(tmp_path, **overrides):
+    """The environment `make run` gets from a developer's shell: this one without the test run's
+    portal settings, its var directory under tmp_path."""
+    env = {k: v for k, v in os.environ.items() if k not in TEST_RUN_SETTINGS}
+    env.update(PORTAL_VAR_DIR=str(tmp_path / "var"), PYTHONUNBUFFERED="1", **overrides)
+    return env
+
+
+def start_make_run(tmp_path, env):
+    """Starts scripts/run.py as `make run` does, from tmp_path (anything it writes relative to
+    its working directory shows up there), its output in tmp_path / "run.log"; returns
+    (proc, log). The caller waits with wait_make_run inside its own try, and stops it."""
+    log = tmp_path / "run.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO / "scripts" / "run.py")],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return proc, log
+
+
+def wait_make_run(proc, log, timeout=90):
+    """Waits until `make run` says everything is up; its log's text."""
+    wait_until(lambda: MAKE_RUN_READY in log.read_text(), timeout, "make run", proc, log)
+    return log.read_text()

@@ -101,19 +101,9 @@ def make_run(tmp_path, quickprobe_bin):
 
     port = servers.free_port()
     env = fresh_env(tmp_path / "var", PORT=str(port))
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         yield tmp_path / "var", log
     finally:
         proc.send_signal(signal.SIGINT)

@@ -10,7 +10,6 @@ the run."""
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -43,27 +42,15 @@ def make_run(tmp_path):
     """scripts/run.py as `make run` starts it, on the embedded default; yields (base URL, log
     text, vantage); stopped with SIGINT (Ctrl-C) at the end."""
     port = servers.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env = servers.make_run_env(tmp_path)
     env.update(
         PORT=str(port),
-        PORTAL_VAR_DIR=str(tmp_path / "var"),
         VANTAGE_NAME="tour",
         DEMO_PASSWORD=PASSWORD,
-        PYTHONUNBUFFERED="1",
     )
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         yield f"http://127.0.0.1:{port}", log.read_text(), "tour"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, log.read_text()[-3000:]

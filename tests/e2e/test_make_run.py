@@ -5,8 +5,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -27,29 +25,16 @@ def _api(port, token, path, data=None):
 
 def test_make_run_embedded_measures_and_stops_clean(tmp_path, quickprobe_bin):
     port = servers.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env = servers.make_run_env(tmp_path)
     # DEMO_LAB=0: the lab demo has its own test (test_make_run_lab.py)
     env.update(
         PORT=str(port),
-        PORTAL_VAR_DIR=str(tmp_path / "var"),
         VANTAGE_NAME="runcheck",
-        PYTHONUNBUFFERED="1",
         DEMO_LAB="0",
     )
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        # Run from tmp_path: anything written relative to the working directory shows up there.
-        proc = subprocess.Popen(
-            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         text = log.read_text()
         token = re.search(r"export TOKEN=(\S+)", text).group(1)
         iperf = re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", text).group(1)

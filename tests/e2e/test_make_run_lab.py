@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -55,22 +54,12 @@ def test_make_run_lab_site_measures_slow_start_and_goes_with_make_run(tmp_path, 
     if reason:
         pytest.skip(reason)
     port = servers.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env = servers.make_run_env(tmp_path)
     env.pop("DEMO_LAB", None)
-    env.update(PORT=str(port), PORTAL_VAR_DIR=str(tmp_path / "var"), VANTAGE_NAME="labcheck", PYTHONUNBUFFERED="1")
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    env.update(PORT=str(port), VANTAGE_NAME="labcheck")
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         text = log.read_text()
         token = re.search(r"export TOKEN=(\S+)", text).group(1)
         namespaces = re.search(r"lab:      namespaces (net:\[\d+\]) (net:\[\d+\])", text).groups()

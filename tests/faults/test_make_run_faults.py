@@ -7,8 +7,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -62,29 +60,17 @@ def _children(parent, needle):
 
 def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickprobe_bin):
     port = servers.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env = servers.make_run_env(tmp_path)
     # DEMO_LAB=0: the lab demo has its own test (tests/e2e/test_make_run_lab.py)
     env.update(
         TIMINGS,
         PORT=str(port),
-        PORTAL_VAR_DIR=str(tmp_path / "var"),
         VANTAGE_NAME="runfault",
-        PYTHONUNBUFFERED="1",
         DEMO_LAB="0",
     )
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         token = re.search(r"export TOKEN=(\S+)", log.read_text()).group(1)
         iperf = int(re.search(r"-> iperf3 -s on 127\.0\.0\.1:(\d+)", log.read_text()).group(1))
         # The launcher (portal/launch.py) execs Celery once Django is set up: wait for that.
@@ -105,8 +91,9 @@ def test_make_run_worker_killed_mid_test_reaped_and_restarted(tmp_path, quickpro
         # make run queues its own first test of the loopback site: ours runs after it, so wait
         # for ours to be the one running (killing the worker during the first would drill that).
         servers.wait_until(
-            lambda: _api(port, token, f"measurements/{body['id']}")["status"] == "running"
-            and drills.prober_pids(iperf),
+            lambda: (
+                _api(port, token, f"measurements/{body['id']}")["status"] == "running" and drills.prober_pids(iperf)
+            ),
             60,
             "our test's prober running",
         )

@@ -506,7 +506,13 @@ CASES = [
     ),
     # --- login --------------------------------------------------------------------------------
     Case(
-        "logout by GET", "get", "/accounts/logout/", 405, None, ("GET is not allowed", "allowed are OPTIONS, POST"), who="login"
+        "logout by GET",
+        "get",
+        "/accounts/logout/",
+        405,
+        None,
+        ("GET is not allowed", "allowed are OPTIONS, POST"),
+        who="login",
     ),
     Case(
         "login 10 MB",

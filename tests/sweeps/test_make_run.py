@@ -44,29 +44,17 @@ def _beat_runs_done(db_path):
 
 def test_make_run_prints_admin_login_and_beat_fires_sweep(tmp_path, quickprobe_bin):
     port = servers.free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
+    env = servers.make_run_env(tmp_path)
     # DEMO_LAB=0: not this test's subject (tests/e2e/test_make_run_lab.py is), and its lab and
     # first tests would share the one vantage slot with the sweep
     env.update(
         PORT=str(port),
-        PORTAL_VAR_DIR=str(tmp_path / "var"),
         VANTAGE_NAME="sweepcheck",
-        PYTHONUNBUFFERED="1",
         DEMO_LAB="0",
     )
-    log = tmp_path / "run.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(servers.REPO / "scripts" / "run.py")],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    proc, log = servers.start_make_run(tmp_path, env)
     try:
-        servers.wait_until(lambda: "Ctrl-C stops everything" in log.read_text(), 90, "make run", proc, log)
+        servers.wait_make_run(proc, log)
         password = re.search(r"admin:    admin / (\S+) ", log.read_text()).group(1)
         url, body = _admin_login(port, password)
         assert url.endswith("/admin/") and "Sweeps" in body and "Site administration" in body
