@@ -53,3 +53,17 @@ def quickprobe(lab_ready):
     if not QUICKPROBE.exists():
         pytest.skip(f"{QUICKPROBE} is not built: run `make prober`")
     return QUICKPROBE
+
+
+def cpu_times():
+    """(steal, total) jiffies of all CPUs from /proc/stat: what the hypervisor took, of all."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest times are inside user / nice)
+    return fields[7], sum(fields[:8])
+
+
+def steal_share(before, after):
+    """The share of CPU time the hypervisor took between two cpu_times() readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0

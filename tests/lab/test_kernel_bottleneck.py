@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from tests.lab.conftest import labctl
+from tests.lab.conftest import cpu_times, labctl, steal_share
 from tests.lab.test_delayline import TCP_INFO_MIN_RTT_OFFSET, iperf3
 
 
@@ -37,13 +37,37 @@ def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
     # On a shallower queue the goodput would measure CUBIC's refill after each cut (about 0.9 of
     # the rate on a quarter BDP), not the shaper; the queue also rides out this box's
     # scheduling stalls of the delay line feeding it (20 ms of packets).
-    lab = make_lab(name=bottleneck, rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=500_000, bottleneck=bottleneck)
-    j = iperf3(lab, "-t", "3", "-O", "1", "-C", "cubic")
-    goodput = j["end"]["sum_received"]["bits_per_second"]
+    queue_bytes = 500_000
+    # A host whose hypervisor steals CPU (a VM's neighbours: 5-28 % in the seconds of these runs,
+    # seen here) stalls the userspace delay line that feeds the shaper, or the endpoints, for
+    # longer than the queue lasts (20 ms at 200 Mbit/s), and the link idles: 131-193 Mbit/s in
+    # such runs. Such a run says nothing of the shaper. Up to three runs, each on a lab of its own
+    # (late_max_us is the lab's): the first within 2 % of the rate passes; a run that is not and
+    # saw a stall (steal of 3 % or more of the CPU, or a packet released later than the queue
+    # lasts) is set aside; one that is not and saw none fails. Three stalled runs: skipped.
+    stalled = []
+    for attempt in range(3):
+        lab = make_lab(
+            name=f"{bottleneck}{attempt}",
+            rate_mbps=rate / 1e6,
+            rtt_ms=20,
+            queue_bytes=queue_bytes,
+            bottleneck=bottleneck,
+        )
+        before = cpu_times()
+        j = iperf3(lab, "-t", "3", "-O", "1", "-C", "cubic")
+        steal = steal_share(before, cpu_times())
+        goodput = j["end"]["sum_received"]["bits_per_second"]
+        late_us = lab.stats()["fwd"]["late_max_us"]
+        full = rate * (lab.path.mtu - 52) / lab.path.mtu
+        if abs(goodput - full) / full <= 0.02 or (steal < 0.03 and late_us < queue_bytes * 8 / rate * 1e6):
+            break
+        stalled.append((round(goodput / 1e6, 1), f"steal {steal:.0%}", f"late {late_us / 1e3:.1f} ms"))
+    else:
+        pytest.skip(f"the host stalled the lab in 3 runs (Mbit/s, steal, latest release): {stalled}")
     # The shaper counts IP packets of the lab's MTU; a segment carries 52 B less payload
     # (20 B IP, 20 B TCP, 12 B timestamps): at 9000 B, 198.84 Mbit/s of goodput on a full link.
-    full = rate * (lab.path.mtu - 52) / lab.path.mtu
-    assert abs(goodput - full) / full <= 0.02, goodput
+    assert abs(goodput - full) / full <= 0.02, (goodput, f"steal {steal:.0%}", late_us, stalled)
     drops = qdisc_drops(lab)
     assert drops > 0
     # Every drop is a segment the sender had to send again (SACK repairs each once), the
