@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.lab.conftest import cpu_times, judged_on_a_run_the_host_did_not_stall, stall_seen, steal_share
+
 TCP_INFO_MIN_RTT_OFFSET = 148  # struct tcp_info's tcpi_min_rtt (u32, microseconds)
 
 
@@ -51,10 +53,9 @@ def test_delayline_bad_option_says_what_is_allowed(built_delayline):
     assert "unknown option or missing value: --bogus" in r.stderr
 
 
-@pytest.mark.lab
-@pytest.mark.parametrize("rtt_ms", [10, 80])
-def test_delayline_light_flow_rtt_matches_config(make_lab, rtt_ms):
-    lab = make_lab(name=f"rtt{rtt_ms}", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20)
+def echo_rtts_ms(lab, count):
+    """`count` round trips of 64 bytes over one TCP connection through the lab, in ms, and
+    the kernel's tcpi_min_rtt of that connection."""
     server = lab.socket(where="far")
     server.bind((lab.far_addr, 0))
     server.listen(1)
@@ -73,7 +74,7 @@ def test_delayline_light_flow_rtt_matches_config(make_lab, rtt_ms):
     client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     samples = []
     with client, server:
-        for i in range(int(1600 / rtt_ms) + 10):
+        for _ in range(count):
             t0 = time.perf_counter()
             client.sendall(b"x" * 64)
             got = b""
@@ -83,12 +84,32 @@ def test_delayline_light_flow_rtt_matches_config(make_lab, rtt_ms):
         info = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 152)
         min_rtt_ms = struct.unpack_from("I", info, TCP_INFO_MIN_RTT_OFFSET)[0] / 1e3
     t.join(5)
+    return samples, min_rtt_ms
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("rtt_ms", [10, 80])
+def test_delayline_light_flow_rtt_matches_config(make_lab, rtt_ms):
     tolerance = 1.0 + 0.05 * rtt_ms
-    assert abs(statistics.median(samples) - rtt_ms) <= tolerance, samples
+
+    # A run on a host whose hypervisor took CPU from it (11-40 % in a CI run, whose 10 ms median
+    # read 11.9 ms) stretches the RTTs Python sees with the stalls of both ends and the delay
+    # line: such a run is set aside (up to three runs, each on a lab of its own).
+    def run(attempt):
+        lab = make_lab(name=f"rtt{rtt_ms}-{attempt}", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20)
+        before = cpu_times()
+        samples, min_rtt_ms = echo_rtts_ms(lab, int(1600 / rtt_ms) + 10)
+        steal = steal_share(before, cpu_times())
+        stats = lab.stats()
+        passed = abs(statistics.median(samples) - rtt_ms) <= tolerance
+        late_us = max(stats[d]["late_max_us"] for d in ("fwd", "rev"))
+        return passed, stall_seen(steal, late_us, tolerance * 1e3), (samples, min_rtt_ms, stats)
+
+    (samples, min_rtt_ms, stats), stalled = judged_on_a_run_the_host_did_not_stall(3, run)
+    assert abs(statistics.median(samples) - rtt_ms) <= tolerance, (samples, stalled)
     # The kernel's own view. (Its smoothed tcpi_rtt follows every scheduling hiccup of
     # this shared box; the median above is the typical RTT, min_rtt its floor.)
     assert abs(min_rtt_ms - rtt_ms) <= tolerance, min_rtt_ms
-    stats = lab.stats()
     assert_conserved(stats)
     assert stats["fwd"]["drop_queue_packets"] == 0 and stats["rev"]["drop_queue_packets"] == 0
 
@@ -96,11 +117,22 @@ def test_delayline_light_flow_rtt_matches_config(make_lab, rtt_ms):
 @pytest.mark.lab
 def test_delayline_bulk_goodput_matches_rate(make_lab):
     rate = 200e6
-    lab = make_lab(name="bulk", rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=500_000)
-    # -O 1 leaves slow-start out of the figure: the claim is about the bottleneck rate.
-    j = iperf3(lab, "-t", "3", "-O", "1")
-    goodput = j["end"]["sum_received"]["bits_per_second"]
-    assert abs(goodput - rate) / rate <= 0.05, goodput
+    queue_bytes = 500_000
+
+    # As for the kernel shaper: a stall of the host longer than the queue lasts (20 ms) idles
+    # the link (136.6 Mbit/s of 200 in a CI run), and such a run says nothing of the delay line.
+    def run(attempt):
+        lab = make_lab(name=f"bulk{attempt}", rate_mbps=rate / 1e6, rtt_ms=20, queue_bytes=queue_bytes)
+        before = cpu_times()
+        # -O 1 leaves slow-start out of the figure: the claim is about the bottleneck rate.
+        j = iperf3(lab, "-t", "3", "-O", "1")
+        steal = steal_share(before, cpu_times())
+        goodput = j["end"]["sum_received"]["bits_per_second"]
+        stall = stall_seen(steal, lab.stats()["fwd"]["late_max_us"], queue_bytes * 8 / rate * 1e6)
+        return abs(goodput - rate) / rate <= 0.05, stall and f"{goodput / 1e6:.1f} Mbit/s, {stall}", (lab, goodput)
+
+    (lab, goodput), stalled = judged_on_a_run_the_host_did_not_stall(3, run)
+    assert abs(goodput - rate) / rate <= 0.05, (goodput, stalled)
     stats = lab.stats()
     assert_conserved(stats)
     fwd = stats["fwd"]
