@@ -10,7 +10,7 @@ class AlertsConfig(AppConfig):
     def ready(self):
         # measure never imports alerts: it sends result_stored and asks registered flaggers.
         from portal.measure import paths
-        from portal.measure.signals import result_stored
+        from portal.measure.results import result_stored
 
         from . import receivers
 

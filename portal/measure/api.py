@@ -29,8 +29,7 @@ from . import errors, progress
 from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
 from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
-from .quotas import QuotaExceeded
-from .services import request_measurement
+from .services import QuotaExceeded, request_measurement
 from .vocab import RESULT_FIELDS, Status
 
 FORM_FIELDS = tuple(MeasurementForm.base_fields)

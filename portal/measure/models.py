@@ -530,7 +530,7 @@ class ApiToken(models.Model):
 
 
 class Quota(models.Model):
-    """Limits on one user's, or one group's, test requests (portal/measure/quotas.py says how
+    """Limits on one user's, or one group's, test requests (portal/measure/services.py says how
     they apply). A blank limit is no limit; users without a row get the QUOTA_* settings."""
 
     user = models.OneToOneField(

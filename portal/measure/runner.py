@@ -20,10 +20,9 @@ from psycopg.errors import DeadlockDetected
 
 from workers import prober
 
-from . import hosts, progress, signals, vantages
+from . import hosts, progress, vantages
 from .models import Measurement, MeasurementTrace
-from .results import result_fields, trace_summary
-from .trace import TraceBuilder
+from .results import TraceBuilder, result_fields, result_stored, trace_summary
 from .units import format_window
 from .vocab import UNFINISHED_STATUSES, FailureCode, Mode, Phase, Protocol, Status
 
@@ -219,7 +218,7 @@ def store_result(measurement_id, event, trace_dict):
         MeasurementTrace.objects.filter(pk=measurement_id).delete()
         MeasurementTrace.from_dict(measurement, trace_dict).save()
         # Listeners (alerts) run once the result is committed, outside this transaction.
-        transaction.on_commit(lambda: signals.result_stored.send(Measurement, measurement_id=measurement_id))
+        transaction.on_commit(lambda: result_stored.send(Measurement, measurement_id=measurement_id))
     progress.write(measurement_id, Phase.DONE)
     return True
 

@@ -3,7 +3,7 @@ form, the permalink (with its htmx progress partial) and the CSV / JSON download
 
 Domain work lives in models and plain modules (creating and enqueuing a measurement:
 services.py; the history and analyses: paths.py; the progress bar: progress.py; thinning a
-trace for the charts: trace.py); these functions only pick rows, check access and render.
+trace for the charts: results.py); these functions only pick rows, check access and render.
 """
 
 from django.contrib.auth.decorators import login_required
@@ -16,9 +16,8 @@ from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
 from .forms import MeasurementPageForm
 from .models import Measurement, MeasurementTrace, Site
-from .quotas import QuotaExceeded
-from .services import request_longer_run, request_measurement
-from .trace import chart_trace, quick_window, trace_csv_rows
+from .results import chart_trace, quick_window, trace_csv_rows
+from .services import QuotaExceeded, request_longer_run, request_measurement
 from .vocab import MODES
 
 

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from portal.measure.trace import trace_csv_rows
+from portal.measure.results import trace_csv_rows
 from tests import factories
 
 UTC = datetime.timezone.utc

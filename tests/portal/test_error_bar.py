@@ -9,7 +9,7 @@ import re
 import pytest
 
 from portal.measure.models import Measurement
-from portal.measure.trace import TraceBuilder, trace_csv_rows
+from portal.measure.results import TraceBuilder, trace_csv_rows
 from tests import factories
 
 pytestmark = pytest.mark.django_db

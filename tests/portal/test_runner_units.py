@@ -6,7 +6,7 @@ from django.db import IntegrityError
 
 from portal.measure import progress, runner
 from portal.measure.models import Measurement, MeasurementTrace
-from portal.measure.trace import TraceBuilder
+from portal.measure.results import TraceBuilder
 from tests import factories
 from workers import prober
 

@@ -406,7 +406,7 @@ def test_permalink_test_again_carries_its_settings(client, site, vantage):
     ],
 )
 def test_quick_window_shaded_only_when_it_ended_the_test(site, vantage, fields, window):
-    from portal.measure.trace import quick_window
+    from portal.measure.results import quick_window
 
     m = factories.make_done_measurement(site=site, vantage=vantage, **fields)
     assert quick_window(m) == window

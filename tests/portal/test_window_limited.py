@@ -3,8 +3,7 @@ the trace (and its CSV) and summarised into the result."""
 
 import pytest
 
-from portal.measure.results import trace_summary
-from portal.measure.trace import TraceBuilder, trace_csv_rows
+from portal.measure.results import TraceBuilder, trace_csv_rows, trace_summary
 
 
 def _sample(t, streams):
