@@ -78,7 +78,11 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
 
         if (bmr)
             mrtt = bmr;
+        double backlog = num(st, "bytes_sent") - num(st, "bytes_acked");
+
         q->delivered_bytes += (uint64_t)num(st, "bytes_acked") + (uint64_t)num(st, "sacked_bytes");
+        if (backlog > (double)q->backlog_bytes)
+            q->backlog_bytes = (uint64_t)backlog;
         q->cwnd_bytes += (uint64_t)num(st, "cwnd_bytes");
         q->retrans += (uint32_t)num(st, "total_retrans");
         q->in_recovery |= num(st, "ca_state") >= 2;

@@ -202,8 +202,8 @@ static qw_bbr_mode worst_mode(qw_bbr_mode a, qw_bbr_mode b)
     return rank[b] > rank[a] ? b : a;
 }
 
-/* The quick window's view of this sample: sums, the largest and smallest RTT, the worst BBR
- * mode. */
+/* The quick window's view of this sample: sums, the largest and smallest RTT and backlog,
+ * the worst BBR mode. */
 static void window_sample(const qp_run *r, double t, qw_sample *q)
 {
     memset(q, 0, sizeof(*q));
@@ -212,7 +212,12 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         const qp_tcpinfo *ti = &r->streams[i].ti;
         uint32_t mrtt = ti->bbr_min_rtt_us ? ti->bbr_min_rtt_us : ti->min_rtt_us;
 
+        uint64_t backlog = r->streams[i].sent > r->streams[i].acked
+                               ? r->streams[i].sent - r->streams[i].acked : 0;
+
         q->delivered_bytes += r->streams[i].acked + (uint64_t)ti->sacked_segments * ti->mss_bytes;
+        if (backlog > q->backlog_bytes)
+            q->backlog_bytes = backlog;
         q->cwnd_bytes += ti->cwnd_bytes;
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;

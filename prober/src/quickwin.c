@@ -580,13 +580,50 @@ static int recovery_blocks(const qw_window *w, const qw_sample *s)
     return s->overshoot_recovery && s->t_s - w->open_t < bound_s;
 }
 
-/* Seconds from the window's close to the answer: the data in flight drains in about one
- * smoothed RTT as it stands now (the slowest stream's; a queue that built since the window
- * opened lengthens it), and with several streams in about two, as they finish unevenly
- * (qwpredict.c counts the run's end the same way). */
+/* 1 if a loss among the backlog's packets is likely (5 % or more, at the rate of loss
+ * events the window saw: any with BBR, those not at the top of the buffer otherwise, since
+ * a sender that stopped writing no longer fills the queue). */
+static int drain_loss_likely(const qw_window *w, double backlog_bytes, double mss)
+{
+    uint32_t events = w->p.bbr ? w->events : w->random_events;
+    double packets = (double)(w->delivered_bytes - w->start_delivered) / mss;
+
+    if (events == 0 || packets < 1)
+        return 0;
+    return 1.0 - exp(-(double)events / packets * backlog_bytes / mss) >= 0.05;
+}
+
+/* Seconds from the window's close to the answer. Every byte written must be acked first,
+ * and a stream's backlog (its socket buffer as well as its flight) leaves at about its share
+ * of the rate measured so far (Little's law: in the last bench the socket buffer made the
+ * drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the answer came late); the
+ * stream with the most drains last. At least one smoothed RTT (the slowest stream's), and
+ * two with several streams, as they finish unevenly (qwpredict.c counts the run's end the
+ * same way). A lost packet near the end of the backlog is repaired only after a loss probe
+ * (RACK-TLP, RFC 8985: 2 SRTT after the last send) and the retransmission's round trip:
+ * three more smoothed RTTs where such a loss is likely (4-stream BBR on a lossy 150 ms path
+ * drained in 6.7-10 smoothed RTTs). */
 static double drain_s(const qw_window *w, const qw_sample *s)
 {
-    return (w->p.streams > 1 ? 2 : 1) * s->rtt_us / 1e6;
+    double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
+    double mss = s->mss_bytes ? s->mss_bytes : 1448;
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+
+    /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */
+    if (!w->started || t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
+        return (streams > 1 ? 2 : 1) * srtt;
+    rate = (double)(s->delivered_bytes - w->start_delivered) / t;
+    backlog = streams * (double)s->backlog_bytes;
+    drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
+    return drain_loss_likely(w, backlog, mss) ? drain + 3 * srtt : drain;
+}
+
+/* The latest time the window may close at s and still answer by --quick-max-ms: the drain
+ * as it stands now, and one sampling period, since the window closes only at a sample and
+ * the next one may come after it. */
+static double latest_close_t(const qw_window *w, const qw_sample *s)
+{
+    return w->open_t + w->p.max_s - drain_s(w, s) - w->p.sample_s;
 }
 
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
@@ -599,15 +636,15 @@ static int try_start(qw_window *w, const qw_sample *s)
     if (!waited && (recovery_blocks(w, s) || s->bbr_mode == QW_BBR_DRAIN || s->bbr_mode == QW_BBR_PROBE_RTT))
         return 0;
     w->started = 1;
-    w->start_t = w->slice_t0 = s->t_s;
+    w->start_t = w->began_t = w->slice_t0 = s->t_s;
     w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
     /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
      * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms:
      * the window closes the drain's time before it (drain_s; qw_feed keeps it current). */
-    if (w->p.deadline_rtts > 0)
-        w->deadline_t = fmin(w->open_t + w->p.max_s - drain_s(w, s),
-                             fmax(s->t_s + w->p.min_s,
-                                  w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6));
+    if (w->p.deadline_rtts > 0) {
+        w->plan_t = fmax(s->t_s + w->p.min_s, w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6);
+        w->deadline_t = fmin(latest_close_t(w, s), w->plan_t);
+    }
     w->slice_cwnd0 = s->cwnd_bytes;
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
@@ -817,9 +854,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             drop_transient(w, mid);
     }
     /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
-     * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since) */
+     * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
+     * at its most pessimistic moment (a rate read low over the first slices) */
     if (w->p.deadline_rtts > 0)
-        w->deadline_t = fmin(w->deadline_t, w->open_t + w->p.max_s - drain_s(w, s));
+        w->deadline_t = fmin(w->started ? w->plan_t : w->deadline_t, latest_close_t(w, s));
     if (s->t_s >= w->deadline_t - 1e-9 || w->n >= QW_MAX_SLICES)
         qw_stop(w);
     return w->state;

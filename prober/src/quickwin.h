@@ -54,6 +54,8 @@ typedef struct {
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
+    uint64_t backlog_bytes;     /* largest of the streams' bytes written and not yet acked
+                                   (socket buffer and flight): what it must drain at the end */
 } qw_sample;
 
 /* Why the window is (not yet) closed. */
@@ -152,8 +154,12 @@ typedef struct {
     qw_hold hold;               /* what kept it open at its latest slice */
     double open_t, start_t, end_t;
     double deadline_t;          /* the window answers by this time, converged or not */
+    double plan_t;              /* the answer as planned when measuring began (deadline_rtts
+                                   rounds after opening, at least min_s of measuring); the
+                                   drain as it stands at each sample may bring it forward */
     int started;
     uint64_t start_delivered;   /* delivered when measuring began */
+    double began_t;             /* ... and when (start_t moves on when a head is dropped) */
     uint64_t delivered_bytes;   /* delivered at the latest sample */
     uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
                                    while cwnd climbs back to it (CUBIC after HyStart) */

@@ -735,11 +735,15 @@ static void test_noisy_rate_gives_up(void)
 }
 
 /* The answer is due --quick-max-ms after the window opened: the window closes the drain's
- * time before it, a smoothed RTT as it stands at each sample (two with several streams). A
- * noisy rate that never converges, its queue filling from 100 to 400 ms of RTT from 2 to 3 s
- * (measuring began at 2.66 s, at 300 ms): it closes at 5 - 0.4 s, not 5 - 0.3, so the drain
- * still ends by 5 s; with 4 streams at 5 - 0.8 s. (qw_end_t is the last whole slice's end,
- * at or before the deadline.) */
+ * time and one sampling period (20 ms) before it. The drain is a smoothed RTT as it stands at
+ * each sample (two with several streams), or longer when the streams' backlog (socket buffer
+ * and flight) takes longer to leave at the rate measured. A noisy rate that never converges,
+ * its queue filling from 100 to 400 ms of RTT from 2 to 3 s (measuring began at 2.66 s, at
+ * 300 ms): it closes at 5 - 0.4 - 0.02 s, not 5 - 0.3, so the drain still ends by 5 s; with 4
+ * streams at 5 - 0.8 - 0.02 s. A backlog of 0.9 s at the rate closes it at about
+ * 5 - 0.9 - 0.02 s; with 4 streams, the largest stream's backlog of 0.3 s at the whole rate
+ * (1.2 s at its share of it) at about 5 - 1.2 - 0.02 s. (qw_end_t is the last whole slice's
+ * end, at or before the deadline.) */
 static void test_deadline_leaves_the_current_drain(void)
 {
     qw_params p = defaults(0);
@@ -756,13 +760,27 @@ static void test_deadline_leaves_the_current_drain(void)
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     feed_from(0);
     CHECK(w.state == QW_GAVE_UP);
-    CHECK_NEAR(w.deadline_t, 4.6, 1e-6);
-    CHECK(qw_end_t(&w) <= 4.6);
+    CHECK_NEAR(w.deadline_t, 4.58, 1e-6);
+    CHECK(qw_end_t(&w) <= 4.58);
     p.streams = 4;
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     feed_from(0);
-    CHECK_NEAR(w.deadline_t, 4.2, 1e-6);
-    CHECK(qw_end_t(&w) <= 4.2);
+    CHECK_NEAR(w.deadline_t, 4.18, 1e-6);
+    CHECK(qw_end_t(&w) <= 4.18);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].backlog_bytes = (uint64_t)(100e6 / 8 * 0.9);
+    p.streams = 1;
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK_NEAR(w.deadline_t, 4.08, 0.03);     /* the noisy rate measured: 100 Mbit/s +- 3 % */
+    CHECK(w.deadline_t < 4.58 - 0.3 && qw_end_t(&w) <= w.deadline_t);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].backlog_bytes = (uint64_t)(100e6 / 8 * 0.3);
+    p.streams = 4;
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK_NEAR(w.deadline_t, 3.78, 0.03);
+    CHECK(w.deadline_t < 4.18 - 0.25 && qw_end_t(&w) <= w.deadline_t);
 }
 
 /* BBR on a lossy path (or with several streams): some stream is in a loss recovery in 3 of
