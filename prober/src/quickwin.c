@@ -620,10 +620,14 @@ static double drain_s(const qw_window *w, const qw_sample *s)
 
 /* The latest time the window may close at s and still answer by --quick-max-ms: the drain
  * as it stands now, and one sampling period, since the window closes only at a sample and
- * the next one may come after it. */
+ * the next one may come after it; but not before two round trips of measuring (qw_feed
+ * also waits for the first slice): an answer a little late beats a window closed before it
+ * measured anything, which would run the full test instead. */
 static double latest_close_t(const qw_window *w, const qw_sample *s)
 {
-    return w->open_t + w->p.max_s - drain_s(w, s) - w->p.sample_s;
+    double t = w->open_t + w->p.max_s - w->p.sample_s - drain_s(w, s);
+
+    return w->started ? fmax(t, w->began_t + 2.0 * s->rtt_us / 1e6) : t;
 }
 
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
@@ -858,7 +862,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
      * at its most pessimistic moment (a rate read low over the first slices) */
     if (w->p.deadline_rtts > 0)
         w->deadline_t = fmin(w->started ? w->plan_t : w->deadline_t, latest_close_t(w, s));
-    if (s->t_s >= w->deadline_t - 1e-9 || w->n >= QW_MAX_SLICES)
+    if ((s->t_s >= w->deadline_t - 1e-9 &&
+         (w->n > 0 || !w->started || s->t_s >= w->open_t + w->p.max_s)) || w->n >= QW_MAX_SLICES)
         qw_stop(w);
     return w->state;
 }

@@ -783,6 +783,27 @@ static void test_deadline_leaves_the_current_drain(void)
     CHECK(w.deadline_t < 4.18 - 0.25 && qw_end_t(&w) <= w.deadline_t);
 }
 
+/* A drain longer than the time left (a backlog of 10 s at the rate) still leaves two round
+ * trips of measuring and the first slice: the window answers with what it measured, a
+ * little late, instead of closing with nothing, which would run the full test. */
+static void test_long_drain_still_answers(void)
+{
+    qw_params p = defaults(0);
+
+    p.deadline_rtts = 100;
+    z.n = 0;
+    for (int i = 0; i < 300; i++)
+        push(100e6, 600 * MSS, 50000, 0, QW_BBR_NONE);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].backlog_bytes = (uint64_t)(100e6 / 8 * 10);
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(w.n >= 1);
+    CHECK(qw_end_t(&w) > qw_start_t(&w) && qw_end_t(&w) < 0.3);  /* its first slice, 60 ms */
+    CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 1e6);
+}
+
 /* BBR on a lossy path (or with several streams): some stream is in a loss recovery in 3 of
  * every 4 samples, none lasting 100 ms, while the delivery rate stays at the link's. BBR's
  * rate in PROBE_BW is its model's, which losses do not lower: the window starts at the
@@ -1256,6 +1277,7 @@ int main(int argc, char **argv)
     test_bbr_busy_link_needs_no_whole_cycles();
     test_noisy_rate_gives_up();
     test_deadline_leaves_the_current_drain();
+    test_long_drain_still_answers();
     test_never_started();
     test_recorded_quick_windows();
     test_recorded_head_at_full_link_is_the_path();
