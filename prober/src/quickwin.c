@@ -598,8 +598,7 @@ static int drain_loss_likely(const qw_window *w, double backlog_bytes, double ms
  * of the rate measured so far (Little's law: in the last bench the socket buffer made the
  * drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the answer came late); the
  * stream with the most drains last. At least one smoothed RTT (the slowest stream's), and
- * two with several streams, as they finish unevenly (qwpredict.c counts the run's end the
- * same way). A lost packet near the end of the backlog is repaired only after a loss probe
+ * two with several streams, as they finish unevenly. A lost packet near the end of the backlog is repaired only after a loss probe
  * (RACK-TLP, RFC 8985: 2 SRTT after the last send) and the retransmission's round trip:
  * three more smoothed RTTs where such a loss is likely (4-stream BBR on a lossy 150 ms path
  * drained in 6.7-10 smoothed RTTs). */
