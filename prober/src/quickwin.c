@@ -593,11 +593,32 @@ static int drain_loss_likely(const qw_window *w, double backlog_bytes, double ms
     return 1.0 - exp(-(double)events / packets * backlog_bytes / mss) >= 0.05;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Keep the largest backlog of the last half to whole second. The sender refills a stream's
+ * socket buffer in bursts, when it falls below its low-water mark: just before a refill the
+ * backlog reads low, and a window that closed on that reading met the refill at its next
+ * sample (the dial-up row's drain: 0.4 s read, 0.83 s taken). Half a second holds a refill
+ * cycle at the rates where it matters (the cycle is the low-water mark's time at the rate). */
+static void track_backlog(qw_window *w, const qw_sample *s)
+{
+    if (s->t_s - w->backlog_t0 >= 0.5) {
+        w->backlog_max[1] = w->backlog_max[0];
+        w->backlog_max[0] = 0;
+        w->backlog_t0 = s->t_s;
+    }
+    w->backlog_max[0] = max_u64(w->backlog_max[0], s->backlog_bytes);
+}
+
 /* Seconds from the window's close to the answer. Every byte written must be acked first,
  * and a stream's backlog (its socket buffer as well as its flight) leaves at about its share
  * of the rate measured so far (Little's law: in the last bench the socket buffer made the
  * drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the answer came late); the
- * stream with the most drains last. At least one smoothed RTT (the slowest stream's), and
+ * stream with the most drains last, and the most it held over the last second counts
+ * (track_backlog). At least one smoothed RTT (the slowest stream's), and
  * two with several streams, as they finish unevenly. A lost packet near the end of the backlog is repaired only after a loss probe
  * (RACK-TLP, RFC 8985: 2 SRTT after the last send) and the retransmission's round trip:
  * three more smoothed RTTs where such a loss is likely (4-stream BBR on a lossy 150 ms path
@@ -612,7 +633,8 @@ static double drain_s(const qw_window *w, const qw_sample *s)
     if (!w->started || t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
         return (streams > 1 ? 2 : 1) * srtt;
     rate = (double)(s->delivered_bytes - w->start_delivered) / t;
-    backlog = streams * (double)s->backlog_bytes;
+    backlog = streams * (double)max_u64(s->backlog_bytes,
+                                        max_u64(w->backlog_max[0], w->backlog_max[1]));
     drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
     return drain_loss_likely(w, backlog, mss) ? drain + 3 * srtt : drain;
 }
@@ -825,6 +847,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->mss_bytes = s->mss_bytes;
     w->delivered_bytes = s->delivered_bytes;
     w->limited_us = s->limited_us;
+    track_backlog(w, s);
     if (!w->started) {
         if (try_start(w, s))
             w->hold = QW_HOLD_FEW_BATCHES;

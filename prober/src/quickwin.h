@@ -160,6 +160,9 @@ typedef struct {
     int started;
     uint64_t start_delivered;   /* delivered when measuring began */
     double began_t;             /* ... and when (start_t moves on when a head is dropped) */
+    uint64_t backlog_max[2];    /* the largest backlog_bytes of this half second and the one
+                                   before it (drain_s: the sender refills in bursts) */
+    double backlog_t0;          /* when backlog_max[0]'s half second began */
     uint64_t delivered_bytes;   /* delivered at the latest sample */
     uint64_t exit_cwnd_bytes;   /* cwnd where slow-start ended: the window must not end
                                    while cwnd climbs back to it (CUBIC after HyStart) */

@@ -783,6 +783,30 @@ static void test_deadline_leaves_the_current_drain(void)
     CHECK(w.deadline_t < 4.18 - 0.25 && qw_end_t(&w) <= w.deadline_t);
 }
 
+/* The sender refills the socket buffer in bursts: a backlog that falls from 0.8 s of the
+ * rate to 0.4 s over 0.4 s, then jumps back. The drain counts the most of the last second
+ * (0.8 s), so the window closes by 5 - 0.02 - 0.8 s, before the refill due at 4.30 s; read
+ * at its lowest the backlog would have held it open into that refill, whose 0.8 s then
+ * drain past the deadline. */
+static void test_drain_counts_the_refilled_backlog(void)
+{
+    qw_params p = defaults(0);
+    double top = 100e6 / 8 * 0.8;
+
+    p.deadline_rtts = 100;
+    z.n = 0;
+    for (int i = 0; i < 300; i++) {
+        push(100e6, 600 * MSS, 50000, 0, QW_BBR_NONE);
+        /* refills at 0.30, 0.70, ... 4.30 s */
+        z.s[i].backlog_bytes = (uint64_t)(top * (1 - 0.5 * fmod(z.s[i].t_s + 0.1 + 1e-9, 0.4) / 0.4));
+    }
+    qw_open(&w, &p, 0.0, 600 * MSS, 0);
+    feed_from(0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_NEAR(w.deadline_t, 4.18, 0.01);
+    CHECK(qw_end_t(&w) <= 4.2);
+}
+
 /* A drain longer than the time left (a backlog of 10 s at the rate) still leaves two round
  * trips of measuring and the first slice: the window answers with what it measured, a
  * little late, instead of closing with nothing, which would run the full test. */
@@ -1278,6 +1302,7 @@ int main(int argc, char **argv)
     test_noisy_rate_gives_up();
     test_deadline_leaves_the_current_drain();
     test_long_drain_still_answers();
+    test_drain_counts_the_refilled_backlog();
     test_never_started();
     test_recorded_quick_windows();
     test_recorded_head_at_full_link_is_the_path();
