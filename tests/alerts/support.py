@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import re
 import socket
 import threading
 import time
@@ -114,6 +115,17 @@ class RawServer:
                     chunk = conn.recv(65536)
                     if not chunk:
                         return
+                    data += chunk
+                # Read the body too: closing with unread bytes makes the kernel send a reset, and
+                # the client would see 'Connection reset by peer' or a clean close by a race
+                # (a drill that closes without a reply expects the clean close).
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                while length and len(body) < int(length.group(1)):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    body += chunk
                     data += chunk
                 self.requests.append(data.split(b"\r\n", 1)[0].decode("latin-1"))
                 self.accepted.set()
