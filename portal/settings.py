@@ -166,6 +166,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # The figures' filters live with the parsers and formatters they are.
+            "libraries": {"units": "portal.measure.units"},
         },
     }
 ]

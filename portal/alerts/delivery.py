@@ -9,7 +9,7 @@ from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.measure.templatetags.units import format_bps
+from portal.measure.units import format_bps
 
 from . import webhooks
 from .models import Delivery

@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from .models import ApiToken, Measurement, Quota, Site, Vantage
-from .templatetags.units import format_bps, format_bytes, format_pct, format_seconds, format_us
+from .units import format_bps, format_bytes, format_pct, format_seconds, format_us
 from .vocab import RESULT_FIELD_NAMES, UNFINISHED_STATUSES, FailureCode, Status
 
 

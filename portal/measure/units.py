@@ -4,15 +4,18 @@ Two kinds of text live here. Settings a person types and reads back (a window "2
 "10G", an interval "6h") round-trip exactly: parse_size / format_size, parse_duration /
 format_duration. Figures a page shows ("123.4 Mbit/s", "1.50 MiB", "23.4 ms") are rounded for
 reading and print "–" for unknown (unknown is not zero): format_bps, format_bytes, format_us,
-format_pct, format_seconds, which templatetags/units.py registers as filters.
+format_pct, format_seconds, and a quick answer's interval in its figure's unit, format_interval.
 
-Forms, the runner, the pages, sweeps and the template tags all import it. The module needs no
-Django, but importing it loads the portal package and with it Celery and Django: that is why
-prober/lab/labctl.py, which runs as root outside the venv, keeps its own size parser (a wider
-grammar for lab links, with decimals and G).
+Forms, the runner, the pages and sweeps import it, and it is the templates' `{% load units %}`
+too (settings.TEMPLATES "libraries"): the filters at the end are these functions, so a page
+and a CSV or an alert cannot print a figure differently. Importing it loads the portal package
+and with it Celery and Django: that is why prober/lab/labctl.py, which runs as root outside the
+venv, keeps its own size parser (a wider grammar for lab links, with decimals and G).
 """
 
 import re
+
+from django import template
 
 # --- byte sizes a person types: iperf's grammar --------------------------------------------
 
@@ -142,3 +145,25 @@ def format_seconds(value):
     if _unknown(value):
         return UNKNOWN
     return f"{float(value):.2f} s"
+
+
+def format_interval(interval, figure):
+    """(590e6, 640e6) with a figure of 612e6 -> "590.0–640.0": both ends in the unit format_bps
+    gives the figure, so "612.0 Mbit/s (95 %: 590.0–640.0)" reads as three numbers of one kind;
+    "" when either is unknown."""
+    if not interval or _unknown(figure):
+        return ""
+    scale = next((s for s, _ in _RATE_STEPS if abs(float(figure)) >= s), 1.0)
+    lo, hi = interval
+    return f"{_scaled(lo, scale)}–{_scaled(hi, scale)}"
+
+
+# --- the templates' filters: {% load units %} -----------------------------------------------
+
+register = template.Library()
+register.filter("bps", format_bps)
+register.filter("bytes", format_bytes)
+register.filter("us", format_us)
+register.filter("pct", format_pct)
+register.filter("secs", format_seconds)
+register.filter("interval_in_unit_of", format_interval)

@@ -12,7 +12,7 @@ import pytest
 from portal.measure.csvexport import MEASUREMENT_CSV_COLUMNS
 from portal.measure.models import Measurement
 from portal.measure.results import trace_csv_rows
-from portal.measure.templatetags.units import format_bps
+from portal.measure.units import format_bps
 from tests import factories
 from tests.browser.pwhelpers import FINISHED, chart_summary, log_in, wait_for_chart
 

@@ -108,7 +108,7 @@ def test_history_month_of_results_charts_table_and_click(watched_page, live_serv
 
 
 def test_history_overview_links_latest_quick_and_full(watched_page, live_server):
-    from portal.measure.templatetags.units import format_bps
+    from portal.measure.units import format_bps
 
     page = watched_page.page
     wan = factories.make_site(name="Example WAN site", slug="wan", host="192.0.2.1", location="Menlo Park")

@@ -3,7 +3,6 @@
 import pytest
 
 from portal.measure import units
-from portal.measure.templatetags import units as tags
 
 
 @pytest.mark.parametrize(
@@ -79,11 +78,34 @@ def test_shown_figures(func, value, text):
 
 
 def test_template_filters_are_the_units_functions():
-    # The tag layer only registers: one formatter per figure, wherever it is printed.
-    assert tags.register.filters == {
+    # One formatter per figure, wherever it is printed: the filters are the functions.
+    assert units.register.filters == {
         "bps": units.format_bps,
         "bytes": units.format_bytes,
         "us": units.format_us,
         "pct": units.format_pct,
         "secs": units.format_seconds,
+        "interval_in_unit_of": units.format_interval,
     }
+
+
+@pytest.mark.parametrize(
+    "interval,figure,text",
+    [
+        ((590e6, 640e6), 612e6, "590.0–640.0"),
+        ((9.1e9, 9.35e9), 9.3e9, "9.10–9.35"),
+        ((0.9e6, 1.2e6), 999e3, "900.0–1200.0"),  # in the figure's unit, kbit/s, not each end's own
+        ((500.0, 700.0), 600.0, "500.0–700.0"),
+        (None, 612e6, ""),
+        ((590e6, 640e6), None, ""),
+    ],
+)
+def test_format_interval_in_the_figures_unit(interval, figure, text):
+    assert units.format_interval(interval, figure) == text
+
+
+def test_templates_load_units_from_the_units_module():
+    from django.template import engines
+
+    rendered = engines["django"].from_string("{% load units %}{{ r|bps }} ({{ i|interval_in_unit_of:r }})")
+    assert rendered.render({"r": 612e6, "i": (590e6, 640e6)}) == "612.0 Mbit/s (590.0–640.0)"
