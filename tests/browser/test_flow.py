@@ -155,7 +155,7 @@ def test_flow_quick_test_from_login_to_csv(watched_page, live_server, iperf3_por
     page.goto(f"{base}/")
     last_quick = page.locator(f'#sites a[href="/m/{slug}/"]')
     assert last_quick.count() == 1
-    # The figure with its tag (_quick_mark.html), not the error bar: a table cell is narrow.
+    # The figure with its tag (measurement.html#quick_mark), not the error bar: a table cell is narrow.
     tag = {"converged": "converged", "deadline": "at deadline", "fell_back": "full run: not converged"}[m.quick_mark]
     assert last_quick.inner_text().strip() == f"{format_bps(m.headline_bps)} {tag}"
     watched_page.screenshot("sites-overview")

@@ -1,5 +1,5 @@
 """Issue 27 items 1-3 in Chromium: the request form, the footer and a permalink describe quick
-mode in the one wording (templates/measure/_quick_mode_blurb.html, README's "How it decides");
+mode in the one wording (templates/measure/measurement.html#quick_mode_blurb, README's "How it decides");
 a permalink of a run that fell back says what held it, for how long, in words for a loopback
 path, and what it saved against its own -t; the history table marks the figure the same way."""
 
