@@ -204,7 +204,7 @@ if REDIS_URL:
     }
     CELERY_BROKER_URL = REDIS_URL
     # A Redis that is down or unreachable must be noticed in seconds (a web request publishing
-    # a task gives up and leaves the row to the watchdog, portal/measure/dispatch.py), and a
+    # a task gives up and leaves the row to the watchdog, portal/measure/reaper.py), and a
     # half-open connection found by keepalive and the health check instead of hanging.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "socket_connect_timeout": 3,
@@ -358,7 +358,7 @@ for _old, _new in {
 # A queued row older than this will never run (no worker for its vantage, or retries exhausted).
 REAPER_QUEUED_S = env_number("REAPER_QUEUED_S", 3600.0, kind=float, minimum=1.0)
 # A queued row whose task is due this long and is not on the broker lost its task: the watchdog
-# sends it again, at most WATCHDOG_MAX_RESENDS times (portal/measure/dispatch.py).
+# sends it again, at most WATCHDOG_MAX_RESENDS times (portal/measure/reaper.py).
 WATCHDOG_GRACE_S = env_number("WATCHDOG_GRACE_S", 30.0, kind=float, minimum=1.0)
 WATCHDOG_MAX_RESENDS = env_number("WATCHDOG_MAX_RESENDS", 3, minimum=0)
 REAPER_INTERVAL_S = env_number("REAPER_INTERVAL_S", 15.0, kind=float, minimum=1.0)
@@ -381,7 +381,7 @@ for _gone in ("SWEEP_INTERVAL_S", "SWEEP_MODE", "SWEEP_DURATION_S"):
 # port `make run` serves on, so a portal moved to PORT=8765 does not print links to :8000.
 _WEB_PORT = env_number("PORT", 8000, minimum=1)
 PORTAL_URL = env_str("PORTAL_URL", f"http://127.0.0.1:{_WEB_PORT}")
-# Per-user request limits (portal/measure/services.py, check_quota); admins override them per user or group
+# Per-user request limits (portal/measure/dispatch.py, check_quota); admins override them per user or group
 # in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
 QUOTA_TESTS_PER_HOUR = env_number("QUOTA_TESTS_PER_HOUR", 20, minimum=0) or None
 QUOTA_MAX_PENDING = env_number("QUOTA_MAX_PENDING", 3, minimum=0) or None

@@ -209,8 +209,8 @@ def execute_sample(sweep, sample, redis_client, db_url, timeout):
 
 def request_latencies(sweep, count):
     """Single requests through the API's path on the idle worker, one after the other."""
+    from portal.measure.dispatch import request_measurement
     from portal.measure.models import Measurement, Site
-    from portal.measure.services import request_measurement
 
     latencies = []
     sites = list(Site.objects.order_by("-slug").values_list("slug", flat=True)[:count])
@@ -338,7 +338,7 @@ def report(args, fire_s, noop_s, queries, hundred_queries, planned, on_broker, s
         "same number of no-op tasks with `app.send_task` to a queue nobody reads; then both queues are emptied and "
         "the round's rows cancelled so the next run is not skipped as `pending`. Queries are counted with "
         "Django's CaptureQueriesContext around the whole firing. Request -> prober start is `started_at - "
-        "created_at` of single requests made through `services.request_measurement` (the API's path) while the "
+        "created_at` of single requests made through `dispatch.request_measurement` (the API's path) while the "
         "worker is idle; `started_at` is set when the worker claims the row, just before it spawns the prober.",
         "",
     ]

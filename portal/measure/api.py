@@ -27,9 +27,9 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, Stri
 
 from . import errors, progress
 from .csvexport import PERIOD_PARAMS, BadQuery, measurement_csv_response, parse_period
+from .dispatch import QuotaExceeded, request_measurement
 from .forms import DEFAULTS, DURATION_RANGE, MODES, SIZE_PATTERN, STREAMS_RANGE, MeasurementForm
 from .models import ApiToken, Measurement, MeasurementTrace, Site, Vantage
-from .services import QuotaExceeded, request_measurement
 from .vocab import RESULT_FIELDS, Status
 
 FORM_FIELDS = tuple(MeasurementForm.base_fields)

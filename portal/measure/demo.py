@@ -109,8 +109,8 @@ def setup_lab_site(host, port, lab_unavailable=None):
 
 
 def first_tests(vantage, user, sites):
-    """One quick test of each demo site, queued as any request is (services.request_measurement),
+    """One quick test of each demo site, queued as any request is (dispatch.request_measurement),
     so the first pages show real results, not seeded rows. Returns the measurements."""
-    from .services import request_measurement
+    from .dispatch import request_measurement
 
     return [request_measurement({"site": site.slug, "vantage": vantage.name, "mode": "quick"}, user) for site in sites]

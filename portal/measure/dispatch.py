@@ -1,47 +1,207 @@
-"""A measurement row and its Celery task: one cannot exist without the other (issue 9).
+"""How a measurement comes to exist: the one path from a request (the page, the API, "measure
+longer") inside the user's limits, or from a sweep or the admin, to a `queued` row and its task.
 
-queue_measurement() is the one way a measurement comes to exist (form, API, sweeps, admin):
-it saves the row `queued` and sends the task only once the row is committed, so a worker
-never looks for a row that is not there. If the broker cannot take the task (Redis down, the
-web process killed between commit and send), the row says so: `dispatched_at` stays empty.
-
-How a lost task is known: the row records when its current task was sent (`dispatched_at`)
-and when it is due to start (`due_at`: at once, or after a retry's countdown). The watchdog
-(run by the reaper task, which beat sends to the housekeeping worker every REAPER_INTERVAL_S,
-never inside a request) looks at `queued` rows:
-
-- never sent: sent now;
-- due more than WATCHDOG_GRACE_S ago and its message is not waiting in its vantage's queue
-  on the broker: the task is lost (a Redis restart drops the countdown retries a worker holds;
-  kill -9 of a worker drops them too; a worker killed between putting the row back to
-  `queued` and sending its retry sends nothing). It is sent again, up to
-  WATCHDOG_MAX_RESENDS times, then failed as `task_lost` with the reason.
-
-A message still in the queue is waiting for its vantage's worker, not lost: the reaper's
-REAPER_QUEUED_S bound covers an offline vantage. Sending again is always safe: a worker runs a
-measurement only after claiming it (queued -> running in one UPDATE), so a duplicate message
-finds nothing to do. The broker's queue is read with redis-py in Celery's documented Redis
-layout (redis_lists) or from kombu's file-system transport's folder; with another broker
-overdue rows are left to REAPER_QUEUED_S.
+A row and its Celery task cannot exist without each other (issue 9). queue_measurement() saves
+the row `queued` and sends the task only once the row is committed, so a worker never looks for
+a row that is not there. If the broker cannot take the task (Redis down, the web process killed
+between commit and send), the row says so: `dispatched_at` stays empty, and `due_at` says when
+its task should start (at once, or after a retry's countdown). The watchdog that sends such
+tasks, and sends lost ones again, is housekeeping (reaper.py): a request never pays for it.
 """
 
-import json
 import logging
+import math
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
-from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import OperationalError, transaction
+from django.db.models import F, FloatField, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected
 
-from .models import Measurement
-from .vocab import TASK_RUN, FailureCode, Status, vantage_queue
+from .forms import MeasurementForm
+from .models import Measurement, Quota, Site
+from .units import format_window
+from .vocab import TASK_RUN, UNFINISHED_STATUSES, Mode, Status, vantage_queue
 
 log = logging.getLogger(__name__)
+
+
+def request_measurement(form_data, user, longer_of=None):
+    """form_data: a MeasurementForm or the raw data for one (page POST, API JSON). Invalid
+    data raises django.core.exceptions.ValidationError carrying the form's messages; a request
+    over the user's limits raises QuotaExceeded. longer_of: the quick test this one
+    measures longer (request_longer_run)."""
+    if isinstance(form_data, MeasurementForm):
+        form = form_data
+    else:
+        form = MeasurementForm(data=form_data)
+    if not form.is_valid():
+        raise ValidationError(form.errors.as_data())
+    requester = user if user is not None and user.is_authenticated else None
+    fields = form.measurement_fields()
+    if longer_of is not None:
+        fields["longer_of"] = longer_of
+    for attempt in range(DEADLOCK_ATTEMPTS):
+        try:
+            measurement = _queue_for(requester, fields)
+            break
+        except OperationalError as exc:
+            # A worker writing the same site's rows (its data version) can pick this
+            # transaction as PostgreSQL's deadlock victim; nothing was stored, so ask again.
+            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == DEADLOCK_ATTEMPTS - 1:
+                raise
+            log.warning("deadlock queueing a test of %s; trying again", fields["site"].slug)
+    log.info("queued measurement %s of %s from %s", measurement.slug, measurement.site.slug, measurement.vantage.name)
+    return measurement
+
+
+DEADLOCK_ATTEMPTS = 3
+
+
+def _queue_for(requester, fields):
+    """The row and its task together, inside the user's limits: the task is sent once the row
+    is committed (queue_measurement)."""
+    with transaction.atomic():
+        if requester is not None:
+            # One request at a time per user: two sent at once must not both fit the last slot.
+            get_user_model().objects.select_for_update().filter(pk=requester.pk).exists()
+        if fields.get("longer_of") is not None:
+            # Two clicks (or the owner and staff at once) get one full run: the quick row is
+            # locked while its longer runs are looked at. Nothing else writes a finished row.
+            quick = Measurement.objects.select_for_update().get(pk=fields["longer_of"].pk)
+            pending = quick.longer_runs.exclude(status=Status.FAILED).order_by("-created_at").first()
+            if pending is not None:
+                return pending
+        if requester is not None:
+            check_quota(requester, fields["duration_s"])
+        # The site row first, as the worker's writes take it (its data version), so the two
+        # lock in the same order.
+        Site.objects.select_for_update().filter(pk=fields["site"].pk).exists()
+        return queue_measurement(requested_by=requester, **fields)
+
+
+def request_longer_run(quick, user):
+    """ "Measure longer": the full-mode test of a quick test's parameters (site, vantage,
+    duration, streams, window, congestion), linked to it, through the same validation, quotas
+    and queue as any request. A full run of it already queued, running or done is returned
+    instead of a second one. Raises ValidationError / QuotaExceeded as request_measurement."""
+    data = {
+        "site": quick.site.slug,
+        "vantage": quick.vantage.name,
+        "mode": Mode.FULL.value,
+        "duration_s": str(quick.duration_s),
+        "streams": str(quick.streams),
+        "window": format_window(quick.window_bytes),
+        "congestion": quick.congestion,
+    }
+    return request_measurement(data, user, longer_of=quick)
+
+
+# Per-user limits on requesting tests, so one account cannot monopolise the sites: every test
+# holds a site's only iperf3 slot, and other users' tests wait behind it.
+#
+# Three limits, each over the user's own requests: tests started in the last hour, tests queued
+# or running now, and test-seconds in the last 24 hours (a finished test counts the seconds it
+# ran, a pending one the duration it asked for). A user's limits come from their own Quota row,
+# else the most generous of their groups' rows, else the QUOTA_* settings; a blank field means no
+# limit. Staff are exempt, and so are sweeps (they have no requesting user).
+
+LIMIT_FIELDS = ("tests_per_hour", "max_pending", "test_seconds_per_day")
+
+
+class QuotaExceeded(Exception):
+    """A request over a limit: `message` for people, `retry_after_s` for Retry-After."""
+
+    def __init__(self, message, retry_after_s):
+        super().__init__(message)
+        self.message = message
+        self.retry_after_s = max(1, math.ceil(retry_after_s))
+
+
+@dataclass(frozen=True)
+class Limits:
+    tests_per_hour: int | None
+    max_pending: int | None
+    test_seconds_per_day: int | None
+
+
+def limits_for(user):
+    """The limits that apply to `user`, or None when none do (staff)."""
+    if user.is_staff:
+        return None
+    own = Quota.objects.filter(user=user).first()
+    if own is not None:
+        return Limits(*(getattr(own, name) for name in LIMIT_FIELDS))
+    groups = list(Quota.objects.filter(group__in=user.groups.all()))
+    if groups:
+        # None (no limit) beats any number; otherwise the largest number wins.
+        values = [[getattr(q, name) for q in groups] for name in LIMIT_FIELDS]
+        return Limits(*(None if None in column else max(column) for column in values))
+    return Limits(settings.QUOTA_TESTS_PER_HOUR, settings.QUOTA_MAX_PENDING, settings.QUOTA_TEST_SECONDS_PER_DAY)
+
+
+def check_quota(user, duration_s, now=None):
+    """Raises QuotaExceeded if `user` may not request a test of `duration_s` seconds now."""
+    limits = limits_for(user)
+    if limits is None:
+        return
+    now = now or timezone.now()
+    mine = Measurement.objects.filter(requested_by=user)
+    if limits.max_pending is not None:
+        pending = mine.filter(status__in=UNFINISHED_STATUSES)
+        if pending.count() >= limits.max_pending:
+            raise QuotaExceeded(
+                f"You have {limits.max_pending} tests queued or running, the most allowed at once: "
+                "wait for one to finish, then ask again.",
+                settings.QUOTA_PENDING_RETRY_S,
+            )
+    if limits.tests_per_hour is not None:
+        hour = list(
+            mine.filter(created_at__gt=now - timedelta(hours=1))
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)[: limits.tests_per_hour]
+        )
+        if len(hour) >= limits.tests_per_hour:
+            frees_at = hour[-1] + timedelta(hours=1)
+            raise QuotaExceeded(
+                f"You have requested {limits.tests_per_hour} tests in the last hour, the most allowed: "
+                f"the next one can be requested at {frees_at:%H:%M:%S} UTC.",
+                (frees_at - now).total_seconds(),
+            )
+    if limits.test_seconds_per_day is not None:
+        _check_seconds(mine, limits.test_seconds_per_day, duration_s, now)
+
+
+def _check_seconds(mine, budget_s, duration_s, now):
+    day = mine.filter(created_at__gt=now - timedelta(days=1))
+    spent = Coalesce(F("elapsed_s"), F("duration_s"), output_field=FloatField())
+    used = day.aggregate(total=Coalesce(Sum(spent), 0.0, output_field=FloatField()))["total"]
+    if used + duration_s <= budget_s:
+        return
+    # When enough of the oldest tests leave the 24 h window for this one to fit.
+    retry_at = now + timedelta(days=1)
+    need = used + duration_s - budget_s
+    for created_at, seconds in day.order_by("created_at").annotate(spent=spent).values_list("created_at", "spent"):
+        need -= seconds
+        if need <= 0:
+            retry_at = created_at + timedelta(days=1)
+            break
+    left = max(0, budget_s - used)
+    raise QuotaExceeded(
+        f"This {duration_s} s test would take you past {budget_s} test-seconds in 24 hours "
+        f"({used:.0f} s used, {left:.0f} s left): ask for a shorter test, or wait.",
+        (retry_at - now).total_seconds(),
+    )
+
+
+# --- the row and its task ------------------------------------------------------------------
 
 TASK_ID_RE = re.compile(r"^m(\d+)-")
 ARGSREPR_RE = re.compile(r"^[\[(](\d+)\b")
@@ -123,130 +283,3 @@ def retrying(measurement_id, countdown):
 def retry_not_sent(measurement_id):
     """The retry could not be published (broker down): the watchdog sends it."""
     Measurement.objects.filter(pk=measurement_id, status=Status.QUEUED).update(dispatched_at=None)
-
-
-def watchdog(now=None):
-    """Sends unsent tasks, resends lost ones, fails rows whose task was lost too often.
-    Returns counts {"sent", "resent", "task_lost"}."""
-    now = now or timezone.now()
-    counts = {"sent": 0, "resent": 0, "task_lost": 0}
-    grace = timedelta(seconds=settings.WATCHDOG_GRACE_S)
-    queued = Measurement.objects.filter(status=Status.QUEUED)
-    unsent = list(
-        queued.filter(dispatched_at__isnull=True, created_at__lt=now - grace).values_list("pk", "vantage__name")
-    )
-    overdue = list(
-        queued.filter(dispatched_at__isnull=False, due_at__lt=now - grace).values_list(
-            "pk", "vantage__name", "dispatch_count", "due_at"
-        )
-    )
-    if not unsent and not overdue:
-        return counts
-    waiting = waiting_measurements({vantage_queue(name) for _, name, *_ in overdue})
-    if waiting is None:
-        return counts  # the broker is unreachable or unreadable: nothing can be sent or judged now
-    for pk, name in unsent:
-        counts["sent"] += send(pk, vantage_queue(name))
-    for pk, name, resends, due_at in overdue:
-        if pk in waiting:
-            continue
-        counts[_handle_lost(pk, name, resends, due_at, now)] += 1
-    if any(counts.values()):
-        log.warning("watchdog: %s", counts)
-    return counts
-
-
-def _handle_lost(pk, name, resends, due_at, now):
-    if resends >= settings.WATCHDOG_MAX_RESENDS:
-        reason = (
-            f"task lost: its task was not on the broker {settings.WATCHDOG_GRACE_S:g} s after it was due, "
-            f"{resends + 1} times (broker restarts or workers killed); it was given up."
-        )
-        Measurement.objects.filter(pk=pk, status=Status.QUEUED, due_at=due_at).update(
-            status=Status.FAILED, finished_at=now, failure_code=FailureCode.TASK_LOST, failure_reason=reason
-        )
-        return "task_lost"
-    # The condition repeats what was read, so a worker that claimed or retried it meanwhile wins.
-    if (
-        Measurement.objects.filter(pk=pk, status=Status.QUEUED, due_at=due_at).update(
-            dispatch_count=F("dispatch_count") + 1, due_at=now, dispatched_at=None
-        )
-        == 1
-    ):
-        log.warning(
-            "measurement %s: its task is lost (due %s, not in %s); sending it again", pk, due_at, vantage_queue(name)
-        )
-        send(pk, vantage_queue(name))
-    return "resent"
-
-
-def measurement_of(payload):
-    """The measurement id a broker message (kombu's JSON envelope) is for, or None."""
-    try:
-        headers = json.loads(payload).get("headers") or {}
-    except (ValueError, AttributeError):
-        return None
-    if headers.get("task") != TASK_RUN:
-        return None
-    match = TASK_ID_RE.match(str(headers.get("id") or "")) or ARGSREPR_RE.match(str(headers.get("argsrepr") or ""))
-    return int(match.group(1)) if match else None
-
-
-def waiting_measurements(queues):
-    """Ids of the measurements whose task message waits in one of `queues` on the broker; None
-    if the broker cannot be reached or read."""
-    from portal.celery import app
-
-    try:
-        with app.connection_for_read() as conn:
-            url, options = conn.as_uri(include_password=True), conn.transport_options
-        scheme = urlsplit(url).scheme
-        if scheme in {"redis", "rediss"}:
-            payloads = list(_redis_payloads(url, options, queues))
-        elif scheme == "filesystem":
-            payloads = list(_filesystem_payloads(options, queues))
-        else:
-            return None
-    except Exception as exc:  # noqa: BLE001 - the broker is down: the next tick tries again
-        log.warning("watchdog: cannot read the broker's queues (%s)", exc)
-        return None
-    return {pk for pk in map(measurement_of, payloads) if pk is not None}
-
-
-# Celery's documented Redis layout ("Redis Message Priorities" in its docs): a queue's messages
-# wait in Redis lists, the first priority step's under the queue's own name and each other
-# step's under the name, the separator and the step. Both come from the broker transport
-# options (kombu's defaults below), so a deployment that sets them is still read right.
-DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
-DEFAULT_PRIORITY_SEP = "\x06\x16"
-
-
-def redis_lists(queue, options):
-    """The Redis keys a queue's waiting messages are stored under."""
-    steps = options.get("priority_steps", DEFAULT_PRIORITY_STEPS)
-    sep = options.get("sep", DEFAULT_PRIORITY_SEP)
-    return [f"{queue}{sep}{step}" if step else queue for step in steps]
-
-
-def _redis_payloads(url, options, queues):
-    import redis
-
-    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
-    try:
-        for queue in queues:
-            for key in redis_lists(queue, options):
-                yield from client.lrange(key, 0, -1)
-    finally:
-        client.close()
-
-
-def _filesystem_payloads(options, queues):
-    # kombu's file-system transport (make run without REDIS_URL): one file per message,
-    # named after its queue, in data_folder_in.
-    folder = Path(options["data_folder_in"])
-    for queue in queues:
-        for path in folder.glob(f"*.{queue}.msg"):
-            try:
-                yield path.read_bytes()
-            except OSError:  # taken by a worker meanwhile
-                continue

@@ -238,9 +238,10 @@ class Measurement(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # The task's bookkeeping (portal/measure/dispatch.py): when the current task message was
-    # sent (empty: not sent, the broker was unreachable), when it is due to start (at once, or
-    # after a retry's countdown), and how often the watchdog had to send a lost one again.
+    # The task's bookkeeping (dispatch.py sends it, reaper.py's watchdog sends a lost one again):
+    # when the current task message was sent (empty: not sent, the broker was unreachable), when
+    # it is due to start (at once, or after a retry's countdown), and how often the watchdog had
+    # to send a lost one again.
     dispatched_at = models.DateTimeField(null=True, blank=True)
     due_at = models.DateTimeField(null=True, blank=True)
     dispatch_count = models.PositiveSmallIntegerField(default=0)
@@ -530,7 +531,7 @@ class ApiToken(models.Model):
 
 
 class Quota(models.Model):
-    """Limits on one user's, or one group's, test requests (portal/measure/services.py says how
+    """Limits on one user's, or one group's, test requests (portal/measure/dispatch.py says how
     they apply). A blank limit is no limit; users without a row get the QUOTA_* settings."""
 
     user = models.OneToOneField(

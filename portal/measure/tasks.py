@@ -33,7 +33,7 @@ def run_measurement(self, measurement_id, site_busy_attempts=0, server_busy_atte
 def reap():
     # Beat sends this every REAPER_INTERVAL_S to the shared queue: lost workers' rows are failed
     # and lost tasks sent again even when no request arrives.
-    return {**reaper.reap(), **dispatch.watchdog()}
+    return {**reaper.reap(), **reaper.watchdog()}
 
 
 @shared_task(name=TASK_REGISTER_VANTAGE, ignore_result=True)

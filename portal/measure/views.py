@@ -2,7 +2,7 @@
 form, the permalink (with its htmx progress partial) and the CSV / JSON downloads.
 
 Domain work lives in models and plain modules (creating and enqueuing a measurement:
-services.py; the history and analyses: paths.py; the progress bar: progress.py; thinning a
+dispatch.py; the history and analyses: paths.py; the progress bar: progress.py; thinning a
 trace for the charts: results.py); these functions only pick rows, check access and render.
 """
 
@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from . import pagecache, paths, progress
 from .csvexport import BadQuery, csv_response, measurement_csv_response, parse_period
+from .dispatch import QuotaExceeded, request_longer_run, request_measurement
 from .forms import MeasurementPageForm
 from .models import Measurement, MeasurementTrace, Site
 from .results import chart_trace, quick_window, trace_csv_rows
-from .services import QuotaExceeded, request_longer_run, request_measurement
 from .vocab import MODES
 
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from django.test import Client
 
+from portal.measure.dispatch import request_measurement
 from portal.measure.models import Measurement
-from portal.measure.services import request_measurement
 from tests import factories
 
 pytestmark = pytest.mark.e2e

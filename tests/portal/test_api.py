@@ -281,10 +281,10 @@ def test_api_results_carry_every_declared_result_field(api_client, done_measurem
 
 
 def test_api_post_goes_through_the_form_and_service(api_client, site, vantage, monkeypatch):
-    from portal.measure import api, services
+    from portal.measure import api, dispatch
 
     seen = []
-    real = services.request_measurement
+    real = dispatch.request_measurement
     monkeypatch.setattr(api, "request_measurement", lambda form, user: seen.append(form) or real(form, user))
     assert post_json(api_client, {"site": "loopback", "window": "64K"}).status_code == 201
     assert type(seen[0]).__name__ == "MeasurementForm" and seen[0].cleaned_data["window"] == 65536

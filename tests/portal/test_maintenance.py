@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from portal.measure import services, tasks
+from portal.measure import dispatch, tasks
 from portal.measure.models import Measurement
 from tests import factories, servers
 
@@ -21,7 +21,7 @@ def test_request_measurement_leaves_abandoned_rows_to_the_reap_task(db, user, si
         site=factories.make_site(slug="elsewhere"), vantage=vantage, status="running", heartbeat_at=long_ago
     )
     with CaptureQueriesContext(connection) as queries:
-        services.request_measurement({"site": site.slug, "vantage": vantage.name, "duration_s": "3"}, user)
+        dispatch.request_measurement({"site": site.slug, "vantage": vantage.name, "duration_s": "3"}, user)
     assert Measurement.objects.get(pk=abandoned.pk).status == "running"
     assert not [q["sql"] for q in queries if "worker lost" in q["sql"] or "'failed'" in q["sql"]]
     # The beat task on the housekeeping worker is where it is failed.

@@ -1,5 +1,6 @@
-"""The one way a measurement and its task come to exist, and the watchdog that finds rows
-whose task is gone (portal/measure/dispatch.py), against a redis-server of the test's own."""
+"""The one way a measurement and its task come to exist (portal/measure/dispatch.py), and the
+watchdog that finds rows whose task is gone (portal/measure/reaper.py), against a redis-server
+of the test's own."""
 
 import json
 import time
@@ -8,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.measure import dispatch
+from portal.measure import dispatch, reaper
 from portal.measure.models import Measurement
 from tests import factories
 
@@ -55,12 +56,12 @@ def test_send_with_broker_down_returns_quickly_and_leaves_row_unsent(
 
 def test_watchdog_sends_unsent_rows_once_broker_is_back(db, broker, redis_server, settings):
     m = make_queued()  # on_commit never runs under `db`: as if the web process died after the commit
-    assert dispatch.watchdog() == {"sent": 0, "resent": 0, "task_lost": 0}  # not older than the grace yet
+    assert reaper.watchdog() == {"sent": 0, "resent": 0, "task_lost": 0}  # not older than the grace yet
     later = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S + 1)
     redis_server.stop()
-    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}  # broker down: nothing judged
+    assert reaper.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}  # broker down: nothing judged
     redis_server.start()
-    assert dispatch.watchdog(later) == {"sent": 1, "resent": 0, "task_lost": 0}
+    assert reaper.watchdog(later) == {"sent": 1, "resent": 0, "task_lost": 0}
     assert waiting_ids(redis_server, m)[0].startswith(f"m{m.pk}-")
     assert Measurement.objects.get(pk=m.pk).dispatched_at is not None
 
@@ -69,7 +70,7 @@ def test_watchdog_leaves_a_task_waiting_in_its_queue_alone(db, broker, redis_ser
     m = make_queued()
     assert dispatch.send(m.pk, queue_of(m))
     later = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S + 60)
-    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
+    assert reaper.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
     assert len(waiting_ids(redis_server, m)) == 1
 
 
@@ -77,7 +78,7 @@ def test_watchdog_leaves_a_retry_not_yet_due_alone(db, broker, redis_server, set
     m = make_queued()
     dispatch.retrying(m.pk, 60)  # a countdown retry a worker holds: not in the queue, due in 60 s
     soon = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S)
-    assert dispatch.watchdog(soon) == {"sent": 0, "resent": 0, "task_lost": 0}
+    assert reaper.watchdog(soon) == {"sent": 0, "resent": 0, "task_lost": 0}
 
 
 def test_watchdog_resends_a_lost_task_then_fails_it_task_lost(db, broker, redis_server, settings):
@@ -88,13 +89,13 @@ def test_watchdog_resends_a_lost_task_then_fails_it_task_lost(db, broker, redis_
     for resends in (1, 2):
         redis_server.client().delete(queue_of(m))  # lost: e.g. held by a worker that was killed
         later += timedelta(seconds=settings.WATCHDOG_GRACE_S + 1)  # the watchdog's clock; a resend is due then
-        assert dispatch.watchdog(later) == {"sent": 0, "resent": 1, "task_lost": 0}
+        assert reaper.watchdog(later) == {"sent": 0, "resent": 1, "task_lost": 0}
         m.refresh_from_db()
         assert (m.status, m.dispatch_count) == ("queued", resends)
         assert len(waiting_ids(redis_server, m)) == 1
     redis_server.client().delete(queue_of(m))
     later += timedelta(seconds=settings.WATCHDOG_GRACE_S + 1)
-    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 1}
+    assert reaper.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 1}
     m.refresh_from_db()
     assert (m.status, m.failure_code) == ("failed", "task_lost")
     assert m.failure_reason == (
@@ -108,7 +109,7 @@ def test_watchdog_ignores_running_and_finished_rows(db, broker, redis_server, se
     for status in ("running", "done", "failed"):
         factories.make_measurement(status=status, dispatched_at=long_ago, due_at=long_ago)
     later = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S + 1)
-    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
+    assert reaper.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
 
 
 @pytest.mark.parametrize(
@@ -121,8 +122,8 @@ def test_watchdog_ignores_running_and_finished_rows(db, broker, redis_server, se
     ],
 )
 def test_measurement_of_reads_task_id_or_args(headers, expected):
-    assert dispatch.measurement_of(json.dumps({"headers": headers})) == expected
-    assert dispatch.measurement_of(b"not json") is None
+    assert reaper.measurement_of(json.dumps({"headers": headers})) == expected
+    assert reaper.measurement_of(b"not json") is None
 
 
 def test_watchdog_finds_a_task_sent_with_a_priority(db, broker, redis_server, settings):
@@ -132,8 +133,8 @@ def test_watchdog_finds_a_task_sent_with_a_priority(db, broker, redis_server, se
     Measurement.objects.filter(pk=m.pk).update(dispatched_at=timezone.now())
     assert waiting_ids(redis_server, m) == []  # not under the queue's own name
     later = timezone.now() + timedelta(seconds=settings.WATCHDOG_GRACE_S + 60)
-    assert dispatch.waiting_measurements({queue_of(m)}) == {m.pk}
-    assert dispatch.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
+    assert reaper.waiting_measurements({queue_of(m)}) == {m.pk}
+    assert reaper.watchdog(later) == {"sent": 0, "resent": 0, "task_lost": 0}
 
 
 @pytest.mark.parametrize("options", [{}, {"priority_steps": list(range(10)), "sep": ":"}])
@@ -144,6 +145,6 @@ def test_redis_lists_match_the_redis_transports_layout(options):
     channel = Channel.__new__(Channel)
     channel.priority_steps = options.get("priority_steps", Channel.priority_steps)
     channel.sep = options.get("sep", Channel.sep)
-    assert dispatch.redis_lists("vantage.x", options) == [
+    assert reaper.redis_lists("vantage.x", options) == [
         channel._q_for_pri("vantage.x", step) for step in channel.priority_steps
     ]

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
 from portal import settings as settings_module
-from portal.measure import services
+from portal.measure import dispatch
 from portal.measure.models import Measurement, Vantage
 from portal.measure.vantages import CONGESTION_CONTROLS_PATH, register_vantage
 from tests import factories
@@ -23,7 +23,7 @@ def test_request_measurement_enqueues_on_vantage_queue_after_commit(
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            m = services.request_measurement(
+            m = dispatch.request_measurement(
                 {"site": site.slug, "vantage": name, "mode": "full", "duration_s": "3"}, user
             )
             assert client.llen(queue) == 0  # nothing is sent before the row is committed
@@ -40,7 +40,7 @@ def test_request_measurement_enqueues_on_vantage_queue_after_commit(
 
 def test_request_measurement_invalid_raises_with_messages(db, user, site, vantage):
     with pytest.raises(ValidationError) as info:
-        services.request_measurement({"site": site.slug, "streams": "0"}, user)
+        dispatch.request_measurement({"site": site.slug, "streams": "0"}, user)
     assert info.value.message_dict == {"streams": ["streams 0 is out of range: allowed 1 to 16 streams."]}
     assert Measurement.objects.count() == 0
 
