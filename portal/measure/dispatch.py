@@ -33,6 +33,9 @@ from .vocab import TASK_RUN, UNFINISHED_STATUSES, Mode, Status, vantage_queue
 log = logging.getLogger(__name__)
 
 
+# --- requesting a test ---------------------------------------------------------------------
+
+
 def request_measurement(form_data, user, longer_of=None):
     """form_data: a MeasurementForm or the raw data for one (page POST, API JSON). Invalid
     data raises django.core.exceptions.ValidationError carrying the form's messages; a request
@@ -103,6 +106,8 @@ def request_longer_run(quick, user):
     }
     return request_measurement(data, user, longer_of=quick)
 
+
+# --- the user's limits ---------------------------------------------------------------------
 
 # Per-user limits on requesting tests, so one account cannot monopolise the sites: every test
 # holds a site's only iperf3 slot, and other users' tests wait behind it.
