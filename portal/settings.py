@@ -381,8 +381,8 @@ for _gone in ("SWEEP_INTERVAL_S", "SWEEP_MODE", "SWEEP_DURATION_S"):
 # port `make run` serves on, so a portal moved to PORT=8765 does not print links to :8000.
 _WEB_PORT = env_number("PORT", 8000, minimum=1)
 PORTAL_URL = env_str("PORTAL_URL", f"http://127.0.0.1:{_WEB_PORT}")
-# Per-user request limits (portal/measure/dispatch.py, check_quota); admins override them per user or group
-# in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
+# Per-user request limits (portal/measure/dispatch.py, check_quota); admins override them per
+# user or group in the admin (Quotas). 0 = no limit. Staff and sweeps are exempt.
 QUOTA_TESTS_PER_HOUR = env_number("QUOTA_TESTS_PER_HOUR", 20, minimum=0) or None
 QUOTA_MAX_PENDING = env_number("QUOTA_MAX_PENDING", 3, minimum=0) or None
 QUOTA_TEST_SECONDS_PER_DAY = env_number("QUOTA_TEST_SECONDS_PER_DAY", 3600, minimum=0) or None

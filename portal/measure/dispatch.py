@@ -208,8 +208,8 @@ def _check_seconds(mine, budget_s, duration_s, now):
 
 # --- the row and its task ------------------------------------------------------------------
 
+# task_id()'s form, which the watchdog reads back (reaper.measurement_of).
 TASK_ID_RE = re.compile(r"^m(\d+)-")
-ARGSREPR_RE = re.compile(r"^[\[(](\d+)\b")
 
 
 def task_id(measurement_id):

@@ -152,11 +152,12 @@ class Vantage(models.Model):
 QUICK_WIDE_PCT = 10.0
 
 # How a quick test's figure stands to quick mode (Measurement.quick_mark_of: the one rule every
-# page marks a figure by; templates/measure/measurement.html#quick_mark has the words): converged (quick
-# mode's answer, its interval within the tolerance), deadline (its answer at the deadline, with
-# the interval the evidence allows), estimate (its answer, from a prober before the converging
-# window said either), fell_back (it did not converge and was asked to measure until converged:
-# the full run's average), not_entered (slow-start never ended: the whole run's average).
+# page marks a figure by; templates/measure/measurement.html#quick_mark has the words):
+# converged (quick mode's answer, its interval within the tolerance), deadline (its answer at
+# the deadline, with the interval the evidence allows), estimate (its answer, from a prober
+# before the converging window said either), fell_back (it did not converge and was asked to
+# measure until converged: the full run's average), not_entered (slow-start never ended: the
+# whole run's average).
 QUICK_MARKS = ("converged", "deadline", "estimate", "fell_back", "not_entered")
 # The marks whose figure is quick_bps (quick mode answered); the others show the full run's.
 QUICK_ANSWERS = frozenset({"converged", "deadline", "estimate"})

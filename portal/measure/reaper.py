@@ -25,6 +25,7 @@ overdue rows are left to REAPER_QUEUED_S.
 
 import json
 import logging
+import re
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,7 +35,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import progress, vantages
-from .dispatch import ARGSREPR_RE, TASK_ID_RE, send
+from .dispatch import TASK_ID_RE, send
 from .models import Measurement, Vantage
 from .vocab import TASK_RUN, FailureCode, Status, vantage_queue
 
@@ -163,6 +164,11 @@ def _handle_lost(pk, name, resends, due_at, now):
         )
         send(pk, vantage_queue(name))
     return "resent"
+
+
+# A message whose id is not of task_id()'s form (sent by other means) still names its
+# measurement as its first argument.
+ARGSREPR_RE = re.compile(r"^[\[(](\d+)\b")
 
 
 def measurement_of(payload):

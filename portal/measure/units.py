@@ -105,11 +105,16 @@ def _scaled(value, scale):
     return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
 
 
+def _step(value, steps):
+    """The (scale, unit) of the largest step `value` reaches; None below the smallest."""
+    return next(((scale, unit) for scale, unit in steps if abs(value) >= scale), None)
+
+
 def _stepped(value, steps, base_unit):
-    for scale, unit in steps:
-        if abs(value) >= scale:
-            return f"{_scaled(value, scale)} {unit}"
-    return f"{value:.0f} {base_unit}"
+    step = _step(value, steps)
+    if step is None:
+        return f"{value:.0f} {base_unit}"
+    return f"{_scaled(value, step[0])} {step[1]}"
 
 
 def format_bps(value):
@@ -153,7 +158,7 @@ def format_interval(interval, figure):
     "" when either is unknown."""
     if not interval or _unknown(figure):
         return ""
-    scale = next((s for s, _ in _RATE_STEPS if abs(float(figure)) >= s), 1.0)
+    scale, _ = _step(float(figure), _RATE_STEPS) or (1.0, "bit/s")
     lo, hi = interval
     return f"{_scaled(lo, scale)}–{_scaled(hi, scale)}"
 
