@@ -580,22 +580,23 @@ static int recovery_blocks(const qw_window *w, const qw_sample *s)
     return s->overshoot_recovery && s->t_s - w->open_t < bound_s;
 }
 
+/* Packets delivered since measuring began, in the largest MSS seen. */
+double qw_packets_measured(const qw_window *w)
+{
+    return (double)(w->delivered_bytes - w->start_delivered) / (w->mss_bytes ? w->mss_bytes : 1448);
+}
+
 /* 1 if a loss among the backlog's packets is likely (5 % or more, at the rate of loss
  * events the window saw: any with BBR, those not at the top of the buffer otherwise, since
  * a sender that stopped writing no longer fills the queue). */
-static int drain_loss_likely(const qw_window *w, double backlog_bytes, double mss)
+static int drain_loss_likely(const qw_window *w, double backlog_bytes)
 {
     uint32_t events = w->p.bbr ? w->events : w->random_events;
-    double packets = (double)(w->delivered_bytes - w->start_delivered) / mss;
+    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
 
     if (events == 0 || packets < 1)
         return 0;
     return 1.0 - exp(-(double)events / packets * backlog_bytes / mss) >= 0.05;
-}
-
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
 }
 
 /* Keep the largest backlog of the last half to whole second. The sender refills a stream's
@@ -610,45 +611,50 @@ static void track_backlog(qw_window *w, const qw_sample *s)
         w->backlog_max[0] = 0;
         w->backlog_t0 = s->t_s;
     }
-    w->backlog_max[0] = max_u64(w->backlog_max[0], s->backlog_bytes);
+    if (s->backlog_bytes > w->backlog_max[0])
+        w->backlog_max[0] = s->backlog_bytes;
 }
 
-/* Seconds from the window's close to the answer. Every byte written must be acked first,
- * and a stream's backlog (its socket buffer as well as its flight) leaves at about its share
- * of the rate measured so far (Little's law: in the last bench the socket buffer made the
- * drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the answer came late); the
- * stream with the most drains last, and the most it held over the last second counts
- * (track_backlog). At least one smoothed RTT (the slowest stream's), and
- * two with several streams, as they finish unevenly. A lost packet near the end of the backlog is repaired only after a loss probe
- * (RACK-TLP, RFC 8985: 2 SRTT after the last send) and the retransmission's round trip:
- * three more smoothed RTTs where such a loss is likely (4-stream BBR on a lossy 150 ms path
- * drained in 6.7-10 smoothed RTTs). */
+/* Seconds from the window's close to the answer, once measuring began. Every byte written
+ * must be acked first, and a stream's backlog (its socket buffer as well as its flight)
+ * leaves at about its share of the rate measured so far (Little's law: in the last bench the
+ * socket buffer made the drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the
+ * answer came late); the stream with the most drains last, and the most it held over the
+ * last second counts (track_backlog, which has already taken in s). At least one smoothed
+ * RTT (the slowest stream's), and two with several streams, as they finish unevenly. A lost
+ * packet near the end of the backlog is repaired only after a loss probe (RACK-TLP, RFC 8985:
+ * 2 SRTT after the last send) and the retransmission's round trip: three more smoothed RTTs
+ * where such a loss is likely (4-stream BBR on a lossy 150 ms path drained in 6.7-10
+ * smoothed RTTs). */
 static double drain_s(const qw_window *w, const qw_sample *s)
 {
     double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
-    double mss = s->mss_bytes ? s->mss_bytes : 1448;
     int streams = w->p.streams > 1 ? w->p.streams : 1;
+    uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
 
     /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */
-    if (!w->started || t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
+    if (t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
         return (streams > 1 ? 2 : 1) * srtt;
     rate = (double)(s->delivered_bytes - w->start_delivered) / t;
-    backlog = streams * (double)max_u64(s->backlog_bytes,
-                                        max_u64(w->backlog_max[0], w->backlog_max[1]));
+    backlog = streams * (double)held;
     drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
-    return drain_loss_likely(w, backlog, mss) ? drain + 3 * srtt : drain;
+    return drain_loss_likely(w, backlog) ? drain + 3 * srtt : drain;
 }
 
-/* The latest time the window may close at s and still answer by --quick-max-ms: the drain
- * as it stands now, and one sampling period, since the window closes only at a sample and
- * the next one may come after it; but not before two round trips of measuring (qw_feed
- * also waits for the first slice): an answer a little late beats a window closed before it
- * measured anything, which would run the full test instead. */
-static double latest_close_t(const qw_window *w, const qw_sample *s)
+/* Bring the deadline forward to the latest time the window may close at s and still answer
+ * by --quick-max-ms: the drain as it stands now, and one sampling period, since the window
+ * closes only at a sample and the next one may come after it; never later than planned when
+ * measuring began (plan_t), and not before two round trips of measuring (qw_feed also waits
+ * for the first slice): an answer a little late beats a window closed before it measured
+ * anything, which would run the full test instead. */
+static void update_deadline(qw_window *w, const qw_sample *s)
 {
-    double t = w->open_t + w->p.max_s - w->p.sample_s - drain_s(w, s);
+    double t;
 
-    return w->started ? fmax(t, w->began_t + 2.0 * s->rtt_us / 1e6) : t;
+    if (w->p.deadline_rtts <= 0)
+        return;
+    t = w->open_t + w->p.max_s - w->p.sample_s - drain_s(w, s);
+    w->deadline_t = fmin(w->plan_t, fmax(t, w->began_t + 2.0 * s->rtt_us / 1e6));
 }
 
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
@@ -665,11 +671,9 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
     /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
      * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms:
-     * the window closes the drain's time before it (drain_s; qw_feed keeps it current). */
-    if (w->p.deadline_rtts > 0) {
-        w->plan_t = fmax(s->t_s + w->p.min_s, w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6);
-        w->deadline_t = fmin(latest_close_t(w, s), w->plan_t);
-    }
+     * the window closes the drain's time before it (update_deadline, at every sample). */
+    w->plan_t = fmax(s->t_s + w->p.min_s, w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6);
+    update_deadline(w, s);
     w->slice_cwnd0 = s->cwnd_bytes;
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
@@ -882,10 +886,9 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
      * at its most pessimistic moment (a rate read low over the first slices) */
-    if (w->p.deadline_rtts > 0)
-        w->deadline_t = fmin(w->started ? w->plan_t : w->deadline_t, latest_close_t(w, s));
-    if ((s->t_s >= w->deadline_t - 1e-9 &&
-         (w->n > 0 || !w->started || s->t_s >= w->open_t + w->p.max_s)) || w->n >= QW_MAX_SLICES)
+    update_deadline(w, s);
+    if ((s->t_s >= w->deadline_t - 1e-9 && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
+        w->n >= QW_MAX_SLICES)
         qw_stop(w);
     return w->state;
 }

@@ -166,7 +166,7 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rtt = w->slice_rtt_us / 1e6;
     double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
-    double packets = (double)(w->delivered_bytes - w->start_delivered) / mss;
+    double packets = qw_packets_measured(w);
     double rate = w->est.rate_bps / 8.0, top, floor_rate;
     int streams = w->p.streams > 1 ? w->p.streams : 1;
 

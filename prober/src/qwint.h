@@ -28,6 +28,8 @@ double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 double qw_queue_bdps(const qw_window *w, const qw_sample *s);
 /* 1 if every counted slice kept a standing queue of 0.25 BDP at its lowest. */
 int qw_link_busy(const qw_window *w);
+/* Packets delivered since measuring began, in the largest MSS seen. */
+double qw_packets_measured(const qw_window *w);
 
 /* qwbound.c */
 /* QW_HOLD_RANDOM_LOSS or QW_HOLD_SAWTOOTH while the lowest rate a loss-based cc's evidence
