@@ -148,6 +148,7 @@ static void open_window(replay *r, const json_t *ev)
     r->ss_t = num(ev, "t");
     json_array_foreach(streams, i, st)
         exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
+    r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
     qw_seen_rtt(&r->w, r->peak_rtt_us);
     r->open = 1;

@@ -181,8 +181,12 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     if (r->o->mode == MODE_FULL)
         return;
     for (int i = 0; i < r->n; i++) {
+        uint32_t mrtt = r->streams[i].ti.min_rtt_us;
+
         exit_cwnd += r->streams[i].ss_cwnd_bytes;
         after_loss |= r->streams[i].ti.total_retrans > 0;
+        if (mrtt && (p.base_rtt_s == 0 || mrtt / 1e6 < p.base_rtt_s))
+            p.base_rtt_s = mrtt / 1e6;
     }
     p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
     /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */

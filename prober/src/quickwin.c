@@ -45,8 +45,30 @@
                                    jitter on 70 ms read 0.07-0.10 BDP of "queue" in
                                    slow-start's first rounds, the link nearly idle) */
 #define BBR_UNIT 256
+#define QW_SS_ALLOWANCE_S 1.0   /* slow-start's share of the answer's time (qw_due_s): a
+                                   second, or QW_SS_ROUNDS of the path's RTT if longer */
+#define QW_SS_ROUNDS 10         /* doubling each round, slow-start takes 10 initial windows
+                                   to 10,000 packets, past the BDP of most paths */
+#define QW_DUE_KEEP 0.9         /* ... but a late slow-start takes at most a tenth of the
+                                   window: the evidence that bounds the interval (loss-free
+                                   packets, batches) grows with its length, and a window cut by
+                                   a quarter widened a 140 ms path's interval from 8 to 17 % */
 #define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
                                    not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
+
+/* Seconds after slow-start ended at open_t that the answer is due: p->max_s, brought
+ * forward for a slow-start that ran past its allowance (a second, or ten rounds of the
+ * path's RTT: delay jitter holding off its exit, HyStart's delay test misled) so that the
+ * answer still comes max_s plus the allowance after the first byte, down to QW_DUE_KEEP of
+ * max_s, never below --quick-ms. */
+double qw_due_s(const qw_params *p, double open_t)
+{
+    double allowance = fmax(QW_SS_ALLOWANCE_S, QW_SS_ROUNDS * p->base_rtt_s);
+    double due = fmax(p->max_s + allowance - open_t, QW_DUE_KEEP * p->max_s);
+
+    due = fmin(p->max_s, due);
+    return fmax(due, fmin(p->min_s, p->max_s));
+}
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -54,11 +76,12 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
 {
     memset(w, 0, sizeof(*w));
     w->p = *p;
+    w->p.max_s = qw_due_s(p, t_s);
     w->state = QW_OPEN;
     w->open_t = t_s;
     w->start_t = -1;
     w->end_t = -1;
-    w->deadline_t = t_s + p->max_s;
+    w->deadline_t = t_s + w->p.max_s;
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = w->open_after_loss = after_loss;
     w->est.ci_frac = -1;
@@ -951,4 +974,10 @@ double qw_start_t(const qw_window *w)
 double qw_end_t(const qw_window *w)
 {
     return w->end_t;
+}
+
+/* When the answer is due, from the first byte: slow-start's end and qw_due_s's share. */
+double qw_due_t(const qw_window *w)
+{
+    return w->open_t + w->p.max_s;
 }

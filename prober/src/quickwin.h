@@ -26,10 +26,12 @@ typedef struct {
     int bbr;                /* the congestion control is BBR (cycles of 8 min RTTs) */
     double tolerance;       /* CI half-width allowed, as a fraction of the rate (0.03) */
     double min_s;           /* the window spans at least this long (--quick-ms) */
-    double max_s;           /* ... and answers at the latest this long after it opened */
+    double max_s;           /* ... and answers at the latest this long after it opened
+                               (qw_open brings it forward: qw_due_s) */
     double deadline_rtts;   /* ... or this many smoothed RTTs after it opened, if later than
                                min_s of measuring (0: max_s alone) */
     double sample_s;        /* sampling period: no slice is shorter */
+    double base_rtt_s;      /* the path's min RTT when slow-start ended (0: not known) */
     double beta;            /* loss-based cc's multiplicative decrease (CUBIC 0.7, Reno 0.5) */
     int streams;            /* parallel streams the samples sum over */
 } qw_params;
@@ -208,6 +210,10 @@ typedef struct {
     qw_estimate est;
 } qw_window;
 
+/* Seconds after slow-start's end at open_t (from the first byte) that the answer is due:
+ * p->max_s, or less for a slow-start that ran past a second and ten RTTs (quickwin.c). */
+double qw_due_s(const qw_params *p, double open_t);
+
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
              int after_loss);
@@ -242,6 +248,9 @@ double qw_start_t(const qw_window *w);
 
 /* When the window closed (converged or gave up), -1 while open. */
 double qw_end_t(const qw_window *w);
+
+/* When the answer is due (from the first byte, like the samples' t_s). */
+double qw_due_t(const qw_window *w);
 
 /* The figure a full run of full_s seconds on this connection would report: what was
  * delivered before the window started, plus the window's steady rate for the rest of the

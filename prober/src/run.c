@@ -294,6 +294,11 @@ static double drain(qp_run *r)
     if (rate > 0)
         limit = fmax(limit, 2.0 * (double)queued / rate);
     limit = fmin(limit, fmax(0.3, r->o->connect_timeout_s));
+    /* A quick answer is promised by its deadline: the window closed the drain's foreseen time
+     * before it, and a drain that takes longer (a tail loss repaired by a timeout that backs
+     * off) ends there, so the server's count falls short instead of the answer coming late. */
+    if (r->o->mode == MODE_QUICK && r->out.quick_answered)
+        limit = fmin(limit, fmax(r->o->sample_ms / 1000.0, qw_due_t(&r->qw) - (now - r->t0)));
     deadline = now + limit;
     quiet_s = fmax(DRAIN_QUIET_MIN_S, rtt_us / 1e6);
     while ((now = net_now()) < deadline) {

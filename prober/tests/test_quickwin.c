@@ -85,6 +85,31 @@ static void test_batch_ci_exact(void)
 }
 
 /* BBR's mode from the gains bbr_update_gains sets in each state. */
+/* The answer is due --quick-max-ms after slow-start, brought forward for a slow-start that
+ * ran past a second and ten RTTs, keeping 9/10 of it, and never below --quick-ms. */
+static void test_due_after_a_late_slow_start(void)
+{
+    qw_params p = { .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02 };
+    qw_window w;
+
+    CHECK_NEAR(qw_due_s(&p, 0.3), 4.0, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 1.0), 4.0, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 1.24), 3.76, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 1.3), 3.7, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 1.5), 3.6, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 3.1), 3.6, 1e-12);
+    p.max_s = 1.05;             /* 9/10 of it is below --quick-ms */
+    CHECK_NEAR(qw_due_s(&p, 3.0), 1.0, 1e-12);
+    p.max_s = 4.0;
+    p.base_rtt_s = 0.2;         /* ten rounds are 2 s: a slow-start of 1.9 s was not late */
+    CHECK_NEAR(qw_due_s(&p, 1.9), 4.0, 1e-12);
+    CHECK_NEAR(qw_due_s(&p, 2.3), 3.7, 1e-12);
+    p.base_rtt_s = 0.07;
+    qw_open(&w, &p, 1.2, 100000, 0);
+    CHECK_NEAR(qw_due_t(&w), 5.0, 1e-12);
+    CHECK_NEAR(w.p.max_s, 3.8, 1e-12);
+}
+
 static void test_bbr_modes_from_gains(void)
 {
     CHECK(qw_bbr_mode_from_gains(739, 739) == QW_BBR_STARTUP);
@@ -1276,6 +1301,7 @@ int main(int argc, char **argv)
         return 0;
     }
     test_batch_ci_exact();
+    test_due_after_a_late_slow_start();
     test_bbr_modes_from_gains();
     test_flat_rate_converges_at_min();
     test_shallow_queue_waits_for_a_cut();
