@@ -245,6 +245,7 @@ static int setup(qp_run *r, qp_err *e)
  * since (8 streams on a loaded box: 11 of 30 runs short, up to 2 %); waiting 20 ms
  * (or one RTT) of stillness lost none in 15. */
 #define DRAIN_QUIET_MIN_S 0.02
+#define DRAIN_POLL_NS 1000000L  /* the drain reads TCP_INFO every millisecond */
 
 /* 1 if stream s has nothing left in flight and its receiver has read what it got:
  * acked data can still sit in the server's buffer, and iperf3 drops it at TEST_END.
@@ -296,9 +297,11 @@ static double drain(qp_run *r)
     limit = fmin(limit, fmax(0.3, r->o->connect_timeout_s));
     /* A quick answer is promised by its deadline: the window closed the drain's foreseen time
      * before it, and a drain that takes longer (a tail loss repaired by a timeout that backs
-     * off) ends there, so the server's count falls short instead of the answer coming late. */
+     * off) ends there, so the server's count falls short instead of the answer coming late;
+     * one poll early, for the last poll's reads and wake-up. */
     if (r->o->mode == MODE_QUICK && r->out.quick_answered)
-        limit = fmin(limit, fmax(r->o->sample_ms / 1000.0, qw_due_t(&r->qw) - (now - r->t0)));
+        limit = fmin(limit, fmax(r->o->sample_ms / 1000.0,
+                                 qw_due_t(&r->qw) - (now - r->t0) - DRAIN_POLL_NS / 1e9));
     deadline = now + limit;
     quiet_s = fmax(DRAIN_QUIET_MIN_S, rtt_us / 1e6);
     while ((now = net_now()) < deadline) {
@@ -312,7 +315,8 @@ static double drain(qp_run *r)
             acked_t = now;
         if (clear)
             break;
-        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+        /* never past the limit: a quick answer's drain ends at its deadline, not a poll after */
+        nanosleep(&(struct timespec){ 0, (long)fmin(DRAIN_POLL_NS, (deadline - now) * 1e9) }, NULL);
     }
     return acked_t > 0 ? acked_t : now;
 }
