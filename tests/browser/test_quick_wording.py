@@ -13,7 +13,8 @@ pytestmark = pytest.mark.browser
 PASSWORD = "browser-wording-pw-1"
 BLURB = (
     "Quick mode measures from the end of slow-start until the rate converges, and answers by a deadline "
-    "(100 round trips after slow-start, at most 4 s) with a 95 % interval built from the evidence it has; "
+    "(100 round trips after slow-start, at most 4 s, and 5 s from the start on short paths) "
+    "with a 95 % interval built from the evidence it has; "
     "asked to measure until converged, a test that has not converged by then runs its whole duration instead."
 )
 OLD_WORDINGS = ("one second after slow-start", "slow-start plus one second", "20 s runs")
