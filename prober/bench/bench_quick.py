@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How close is quick mode to a 20 s test? Measured over emulated WAN paths (the path lab).
 
-    make bench-quick            # default matrix: 13 rows, about 24 min
-    make bench-quick FULL=1     # the large matrix: 147 rows, about 3 h 45 min (3 runs a row)
-    make bench-quick FULL=1 RUNS=1   # the same rows once each: about 85 min
+    make bench-quick            # default matrix: 16 rows, about 21 min
+    make bench-quick FULL=1     # the large matrix: 147 rows, about 3 h 10 min (3 runs a row)
+    make bench-quick FULL=1 RUNS=1   # the same rows once each: about 64 min
     bench_quick.py --only caltech-cubic-P1 --seconds 5 --runs 1   # one row, short (smoke test)
     bench_quick.py --reuse      # rebuild the report from the kept runs (no traffic)
 
@@ -1256,7 +1256,7 @@ def select(matrix: list[Row], only: str | None) -> list[Row]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--full", action="store_true", help="the large matrix (147 rows, about 3 h 45 min)")
+    ap.add_argument("--full", action="store_true", help="the large matrix (147 rows, about 3 h 10 min)")
     ap.add_argument("--only", help="comma-separated row ids (see --list)")
     ap.add_argument("--list", action="store_true", help="list the matrix rows and exit")
     ap.add_argument("--seconds", type=int, default=20, help="length of the full runs (default 20)")
