@@ -84,7 +84,6 @@ static void test_batch_ci_exact(void)
     CHECK_NEAR(ci, -1, 0);
 }
 
-/* BBR's mode from the gains bbr_update_gains sets in each state. */
 /* The answer is due --quick-max-ms after slow-start, brought forward for a slow-start that
  * ran past a second and ten RTTs, keeping 9/10 of it, and never below --quick-ms. */
 static void test_due_after_a_late_slow_start(void)
@@ -110,6 +109,7 @@ static void test_due_after_a_late_slow_start(void)
     CHECK_NEAR(w.p.max_s, 3.8, 1e-12);
 }
 
+/* BBR's mode from the gains bbr_update_gains sets in each state. */
 static void test_bbr_modes_from_gains(void)
 {
     CHECK(qw_bbr_mode_from_gains(739, 739) == QW_BBR_STARTUP);
