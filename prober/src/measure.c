@@ -152,51 +152,6 @@ static void aggregate(const qp_run *r, out_agg *a)
     }
 }
 
-/* When every stream has left slow-start: record it, print it, open the quick window. */
-static void check_ss_end(qp_run *r, const out_agg *a)
-{
-    qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
-                    .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
-                    .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
-                    .deadline_rtts = QP_DEADLINE_RTTS };
-    uint64_t exit_cwnd = 0;
-    int last = 0, after_loss = 0;
-
-    /* the quick window's witness of the buffer (qw_seen_rtt); a full run has no window */
-    for (int i = 0; i < r->n && !r->quick_open && r->o->mode != MODE_FULL; i++)
-        if (r->streams[i].ti.rtt_us > r->peak_rtt_us)
-            r->peak_rtt_us = r->streams[i].ti.rtt_us;
-    if (r->out.ss_ended)
-        return;
-    for (int i = 0; i < r->n; i++) {
-        if (r->streams[i].rule == SS_RULE_NONE)
-            return;
-        if (r->streams[i].ss_t >= r->streams[last].ss_t)
-            last = i;
-    }
-    r->out.ss_ended = 1;
-    r->out.ss_t = r->streams[last].ss_t;
-    r->out.ss_rule = r->streams[last].rule;
-    out_ss_end(r);
-    if (r->o->mode == MODE_FULL)
-        return;
-    for (int i = 0; i < r->n; i++) {
-        uint32_t mrtt = r->streams[i].ti.min_rtt_us;
-
-        exit_cwnd += r->streams[i].ss_cwnd_bytes;
-        after_loss |= r->streams[i].ti.total_retrans > 0;
-        if (mrtt && (p.base_rtt_s == 0 || mrtt / 1e6 < p.base_rtt_s))
-            p.base_rtt_s = mrtt / 1e6;
-    }
-    p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
-    /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
-    p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
-    qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
-    qw_seen_rtt(&r->qw, r->peak_rtt_us);
-    r->quick_open = 1;
-    out_phase("measuring", a->t);
-}
-
 /* The least steady BBR mode over the streams: PROBE_RTT, DRAIN, STARTUP, PROBE_BW. */
 static qw_bbr_mode worst_mode(qw_bbr_mode a, qw_bbr_mode b)
 {
@@ -240,6 +195,51 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
             q->bbr_mode = worst_mode(q->bbr_mode,
                                      qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));
     }
+}
+
+/* When every stream has left slow-start: record it, print it, open the quick window. */
+static void check_ss_end(qp_run *r, const out_agg *a)
+{
+    qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
+                    .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
+                    .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
+                    .deadline_rtts = QP_DEADLINE_RTTS };
+    uint64_t exit_cwnd = 0;
+    int last = 0, after_loss = 0;
+    qw_sample q;
+
+    /* the quick window's witness of the buffer (qw_seen_rtt); a full run has no window */
+    for (int i = 0; i < r->n && !r->quick_open && r->o->mode != MODE_FULL; i++)
+        if (r->streams[i].ti.rtt_us > r->peak_rtt_us)
+            r->peak_rtt_us = r->streams[i].ti.rtt_us;
+    if (r->out.ss_ended)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        if (r->streams[i].rule == SS_RULE_NONE)
+            return;
+        if (r->streams[i].ss_t >= r->streams[last].ss_t)
+            last = i;
+    }
+    r->out.ss_ended = 1;
+    r->out.ss_t = r->streams[last].ss_t;
+    r->out.ss_rule = r->streams[last].rule;
+    out_ss_end(r);
+    if (r->o->mode == MODE_FULL)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        exit_cwnd += r->streams[i].ss_cwnd_bytes;
+        after_loss |= r->streams[i].ti.total_retrans > 0;
+    }
+    /* the min RTT as the window's samples read it (qwreplay opens on the same) */
+    window_sample(r, a->t, &q);
+    p.base_rtt_s = q.min_rtt_us / 1e6;
+    p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
+    /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
+    p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
+    qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
+    qw_seen_rtt(&r->qw, r->peak_rtt_us);
+    r->quick_open = 1;
+    out_phase("measuring", a->t);
 }
 
 /* Close the quick window with the window's verdict, at time t with sent bytes written. */
