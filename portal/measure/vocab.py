@@ -319,4 +319,5 @@ QUICK_HOLDS = {
     "probe_rtt": "BBR was in PROBE_RTT",
     "bw_rising": "BBR's bandwidth estimate was still rising",
     "random_loss": "too few loss-free packets to rule out random loss that would lower the long-run rate",
+    "growing": "cwnd was still growing with no standing queue: the link was not full yet",
 }

@@ -35,6 +35,7 @@ typedef struct {
     int open, have_last;
     uint32_t peak_rtt_us;   /* largest smoothed RTT before the window opened, as measure.c
                                keeps it */
+    uint64_t peak_cwnd_bytes;   /* largest cwnd (summed) before then, likewise */
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
     int verbose;            /* -v: trace every slice on stderr */
@@ -151,6 +152,7 @@ static void open_window(replay *r, const json_t *ev)
     r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
     qw_seen_rtt(&r->w, r->peak_rtt_us);
+    qw_seen_cwnd(&r->w, r->peak_cwnd_bytes);
     r->open = 1;
     feed(r);
 }
@@ -208,6 +210,8 @@ static int replay_file(const char *path, replay *r)
             r->have_last = 1;
             if (!r->open && r->last.rtt_us > r->peak_rtt_us)
                 r->peak_rtt_us = r->last.rtt_us;
+            if (!r->open && r->last.cwnd_bytes > r->peak_cwnd_bytes)
+                r->peak_cwnd_bytes = r->last.cwnd_bytes;
             if (r->open)
                 feed(r);
         } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {

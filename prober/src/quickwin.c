@@ -39,11 +39,6 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
-#define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
-                                   RTT's bias: the smoothed RTT averages delay jitter that
-                                   the min RTT takes at its lowest (the lab's normal 2 ms
-                                   jitter on 70 ms read 0.07-0.10 BDP of "queue" in
-                                   slow-start's first rounds, the link nearly idle) */
 #define BBR_UNIT 256
 #define QW_SS_ALLOWANCE_S 1.0   /* slow-start's share of the answer's time (qw_due_s): a
                                    second, or QW_SS_ROUNDS of the path's RTT if longer */
@@ -82,6 +77,7 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->start_t = -1;
     w->end_t = -1;
     w->deadline_t = t_s + w->p.max_s;
+    w->event_t = t_s;
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = w->open_after_loss = after_loss;
     w->est.ci_frac = -1;
@@ -92,6 +88,12 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
 void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
 {
     w->seen_rtt_us = rtt_us;
+}
+
+/* Record the largest cwnd seen before the window opened (see quickwin.h). */
+void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes)
+{
+    w->seen_cwnd_bytes = cwnd_bytes;
 }
 
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
@@ -209,6 +211,8 @@ static const struct {
     [QW_HOLD_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising" },
     [QW_HOLD_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss "
                                              "that would lower the long-run rate" },
+    [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link "
+                                     "was not full yet" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -697,7 +701,7 @@ static int try_start(qw_window *w, const qw_sample *s)
      * the window closes the drain's time before it (update_deadline, at every sample). */
     w->plan_t = fmax(s->t_s + w->p.min_s, w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6);
     update_deadline(w, s);
-    w->slice_cwnd0 = s->cwnd_bytes;
+    w->slice_cwnd0 = w->cwnd_low_bytes = s->cwnd_bytes;
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
     w->prev_recovery = 0;
@@ -725,6 +729,8 @@ static void count_events(qw_window *w, const qw_sample *s)
         double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
 
         w->events++;
+        w->event_t = s->t_s;
+        w->cwnd_low_bytes = s->cwnd_bytes;
         if (w->events == 1 || q < w->loss_queue)
             w->loss_queue = q;
         /* a loss at the top of a buffer the window has seen is the sawtooth's own; one
@@ -741,6 +747,15 @@ static void count_events(qw_window *w, const qw_sample *s)
     }
     if (s->cwnd_bytes > w->run_peak)
         w->run_peak = s->cwnd_bytes;
+    if (s->cwnd_bytes < w->cwnd_low_bytes)
+        w->cwnd_low_bytes = s->cwnd_bytes;
+    /* a queue stands only with more than a BDP in flight, and cwnd bounds what is in
+     * flight: outside a recovery and a round (two smoothed RTTs: the RTT trails the queue)
+     * after the latest cut, cwnd only grew since the packets that built it were sent */
+    if (q_lo >= QW_BUSY_QUEUE && !s->in_recovery && s->retrans == w->prev_retrans &&
+        s->t_s - w->event_t >= 2e-6 * s->rtt_us &&
+        (w->queue_cwnd_bytes == 0 || s->cwnd_bytes < w->queue_cwnd_bytes))
+        w->queue_cwnd_bytes = s->cwnd_bytes;
     if (s->in_recovery || s->retrans != w->prev_retrans)
         w->clean_from_bytes = s->delivered_bytes;
     w->prev_recovery = s->in_recovery;
@@ -795,6 +810,8 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     saw = qw_loss_floor_hold(w);
     if (saw != QW_HOLD_NONE)
         return saw;
+    if (qw_growing(w))
+        return QW_HOLD_GROWING;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 

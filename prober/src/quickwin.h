@@ -86,8 +86,11 @@ typedef enum {
     QW_HOLD_LOSS_FREE,      /* too few loss-free packets to rule out random loss */
     QW_HOLD_PROBE_RTT,      /* BBR is in PROBE_RTT */
     QW_HOLD_BW_RISING,      /* BBR's bandwidth estimate is still rising */
-    QW_HOLD_RANDOM_LOSS     /* random loss not yet ruled out could hold the long-run rate
+    QW_HOLD_RANDOM_LOSS,    /* random loss not yet ruled out could hold the long-run rate
                                further below the estimate than the tolerance */
+    QW_HOLD_GROWING         /* loss-based cc: cwnd still grows with no standing queue and no
+                               cut from the buffer's top: the link is not full yet, and the
+                               rate rises with cwnd (qwbound.c, qw_growing) */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -131,6 +134,8 @@ typedef struct {
                                stream leave unfilled */
     double steady_share;    /* d rate_bps / d steady rate: the share of the run's time that
                                the steady rate fills */
+    double rest_s;          /* from the counted part's start to the run's end: the steady
+                               rate's time, PROBE_RTT visits included */
 } qw_prediction;
 
 /* The evidence that set the wider side of the answer's interval (qwbound.c). */
@@ -139,7 +144,8 @@ typedef enum {
     QW_BOUND_SHORT,             /* too few batches: the quarters' spread */
     QW_BOUND_LEVELS,            /* the rate changed level: the levels seen */
     QW_BOUND_SAWTOOTH,          /* no whole sawtooth cycle: what a cut leaves of the link */
-    QW_BOUND_RANDOM_LOSS        /* random loss not yet ruled out: TCP's loss response */
+    QW_BOUND_RANDOM_LOSS,       /* random loss not yet ruled out: TCP's loss response */
+    QW_BOUND_GROWING            /* the link's capacity not reached: cwnd's growth law */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
@@ -185,6 +191,12 @@ typedef struct {
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */
+    uint64_t seen_cwnd_bytes;   /* largest cwnd (summed) before the window opened, 0 unknown */
+    uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
+                                   QW_BUSY_QUEUE BDP was seen with, in congestion avoidance
+                                   a round or more after a cut (0: none) */
+    double event_t;             /* when the latest congestion event came (open_t before one) */
+    uint64_t cwnd_low_bytes;    /* smallest cwnd (summed) since then or since measuring began */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
@@ -225,6 +237,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s);
  * before it opened: slow-start's overshoot filled the buffer, and the queue it showed is
  * a depth the buffer holds (see buffer_deep() in quickwin.c). */
 void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
+
+/* Tell a window just opened the largest cwnd (summed over the streams) before it opened: a
+ * queue seen then (qw_seen_rtt) stood with at most this much in flight. */
+void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes);
 
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the
  * estimate of what it measured up to its last slice. */

@@ -18,7 +18,12 @@
  *   buffer's top: the same share, from a lower peak; it rises as packets pass;
  * - BBR: its rate over a gain cycle averages its bandwidth estimate, so the estimate (the
  *   largest delivery rate of the last 10 rounds) bounds the rate from above;
- * - capacity: no side is above the largest rate the counted time's quarters ran at.
+ * - growing (Reno, CUBIC): cwnd still grew with no standing queue and no cut from the
+ *   buffer's top: the link's capacity was not reached, so the capacity seen bounds nothing;
+ *   the rate may rise as cwnd's growth law (Reno: a packet a round; CUBIC: RFC 9438's cubic
+ *   from the latest cut) takes it, up to a capacity a queue proved (qw_growth_ceiling);
+ * - capacity: no side is above the largest rate the counted time's quarters ran at (unless
+ *   growing).
  * The widest side names its evidence (quick_bound_by). The terms map a steady rate r to the
  * run's figure as qw_predict does: run = quick + (r - steady) x (its share of the run). */
 #include "qwint.h"
@@ -203,6 +208,76 @@ qw_hold qw_loss_floor_hold(const qw_window *w)
     return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
+/* 1 if the window's evidence leaves the link's capacity above its rate (qwint.h): a
+ * loss-based cc, neither mostly receiver- or send-buffer-limited nor settled into three whole
+ * cycles, whose cwnd grew since its latest cut (or since measuring began), with no standing
+ * queue in the latest slice and no cut from the top of a buffer seen in the window (every
+ * congestion event it counted may be random). Its cwnd grows every round until the buffer
+ * overflows, and with no queue the rate grows with it. */
+int qw_growing(const qw_window *w)
+{
+    if (w->p.bbr || w->p.beta <= 0 || w->n == 0 || mostly_limited(w) ||
+        (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3))
+        return 0;
+    return w->events == w->random_events && w->slice_cwnd0 > w->cwnd_low_bytes &&
+           !(w->s[w->n - 1].q_lo_min >= QW_BUSY_QUEUE);
+}
+
+/* The largest capacity (bytes/s) the evidence allows: a standing queue holds only while
+ * more than a BDP is in flight, and cwnd bounds what is in flight, so a queue seen with
+ * cwnd W says the capacity is below W / min RTT (slow-start's overshoot: its largest cwnd;
+ * the window: qw_window.queue_cwnd_bytes). INFINITY when no queue was seen. */
+static double capacity_ceiling(const qw_window *w, double min_rtt)
+{
+    double c = INFINITY;
+
+    if (w->queue_cwnd_bytes > 0)
+        c = (double)w->queue_cwnd_bytes / min_rtt;
+    if (w->seen_cwnd_bytes > 0 && qw_queue_at(w, w->seen_rtt_us) >= QW_BUSY_QUEUE)
+        c = fmin(c, (double)w->seen_cwnd_bytes / min_rtt);
+    return c;
+}
+
+/* cwnd's growth (bytes, summed over the streams) dt seconds after the window's end with no
+ * loss: Reno one MSS a round a stream (a round lasts min RTT at least); CUBIC (RFC 9438)
+ * C x (t - K)^3 MSS from its epoch, t - K at most since seconds after the latest cut (the
+ * window's opening), plus a round for its target's look-ahead, or Reno's if more. */
+static double cwnd_growth(const qw_window *w, double since, double dt, double min_rtt)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    double reno = streams * mss * dt / min_rtt, d = since;
+
+    if (w->p.beta <= 0.6)
+        return reno;
+    return fmax(reno, streams * mss * CUBIC_C * (pow(d + dt + min_rtt, 3) - pow(d, 3)));
+}
+
+/* The growing term's upper side (steady bytes/s over the counted part and the rest of the
+ * run, pr->rest_s): the counted part at the rate measured, then cwnd / min RTT as cwnd
+ * grows from its latest value by its law (cwnd_growth), up to the capacity a queue proved
+ * (capacity_ceiling); 0 when the term does not apply (qw_growing). */
+static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
+    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap;
+    /* with several streams each has its own latest cut: the window's opening bounds them all */
+    double since = t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
+    int steps = 64;
+
+    if (!qw_growing(w) || min_rtt <= 0 || rate <= 0 || to_go <= 0 || pr->rest_s <= 0)
+        return 0;
+    cap = fmax(rate, capacity_ceiling(w, min_rtt));
+    for (int k = 0; k < steps; k++) {
+        double dt = (k + 0.5) * to_go / steps;
+        double r = ((double)w->slice_cwnd0 + cwnd_growth(w, since, dt, min_rtt)) / min_rtt;
+
+        sum += fmin(cap, fmax(rate, r)) * to_go / steps;
+    }
+    return (rate * done + sum) / pr->rest_s;
+}
+
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
 static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 {
@@ -220,7 +295,7 @@ static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
-    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate;
+    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -247,8 +322,12 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     floor_rate = qw_loss_floor(w, cap, &by);
     if (floor_rate < b.steady)
         widen(&b, floor_rate, b.steady, by);
-    /* the upper side: never above the capacity seen, nor (BBR) its bandwidth estimate */
-    b.hi = fmin(b.hi, cap);
+    /* the upper side: never above the capacity seen (unless cwnd still grows towards a
+     * capacity not reached yet), nor (BBR) its bandwidth estimate */
+    ceiling = growth_ceiling(w, pr);
+    if (ceiling > b.steady)
+        widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
+    b.hi = fmin(b.hi, fmax(cap, ceiling));
     if (w->p.bbr && w->n && w->s[w->n - 1].bw_bps > 0)
         b.hi = fmin(b.hi, fmax(w->s[w->n - 1].bw_bps / 8.0, b.steady));
     b.lo = fmax(0, fmin(b.lo, b.steady));
@@ -300,6 +379,9 @@ static const struct {
     [QW_BOUND_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss: "
                                               "the lower end is the rate TCP keeps at the loss "
                                               "rate not yet ruled out" },
+    [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
+                                      "capacity was not reached, and the upper end is where "
+                                      "TCP's window growth could take the rate by the run's end" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

@@ -80,7 +80,7 @@ static void prediction_ci(const qw_window *w, qw_prediction *p, double full_s, d
 /* The figure a full run of full_s seconds would report (see quickwin.h). */
 qw_prediction qw_predict(const qw_window *w, double full_s)
 {
-    qw_prediction p = { 0, -1, 0, 0, 0 };
+    qw_prediction p = { 0, -1, 0, 0, 0, 0 };
     double rest, steady;
 
     if (w->start_t < 0 || w->est.rate_bps <= 0 || full_s <= 0)
@@ -102,6 +102,7 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
     p.steady_share = (rest - p.probe_rtt_s) / full_s;
+    p.rest_s = rest;
     if (p.rate_bps > 0)
         prediction_ci(w, &p, full_s, rest, steady);
     return p;

@@ -26,14 +26,25 @@ static void run_at(double secs, double rate_bps, uint32_t rtt_us, uint32_t min_r
     }
 }
 
-/* Open a window at 0 with p and feed every sample; the run's prediction for full_s. */
-static qw_prediction feed_all(const qw_params *p, double full_s)
+/* Open a window at 0 with p (slow-start left cwnd at exit_pkts, the largest cwnd seen before
+ * it seen_pkts with smoothed RTT seen_rtt_us: 0, not known), feed every sample; the run's
+ * prediction for full_s. */
+static qw_prediction feed_from(const qw_params *p, double full_s, int exit_pkts, int seen_pkts,
+                               uint32_t seen_rtt_us)
 {
-    qw_open(&w, p, 0.0, 100 * MSS, 0);
+    qw_open(&w, p, 0.0, (uint64_t)exit_pkts * MSS, 0);
+    qw_seen_rtt(&w, seen_rtt_us);
+    qw_seen_cwnd(&w, (uint64_t)seen_pkts * MSS);
     for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
         ;
     qw_stop(&w);
     return qw_predict(&w, full_s);
+}
+
+/* feed_from for a slow-start that left cwnd at 100 packets, with no queue seen before. */
+static qw_prediction feed_all(const qw_params *p, double full_s)
+{
+    return feed_from(p, full_s, 100, 0, 0);
 }
 
 /* Known values of the sawtooth's share of the link and of TCP's loss response. */
@@ -181,6 +192,57 @@ static void test_bbr_estimate_caps_and_short_window(void)
     CHECK(b.lo_bps <= pr.rate_bps * (1 - pr.end_frac) + 1e-3);
 }
 
+/* Reno at 20 ms with no queue, cwnd growing one MSS a round from 20 packets and the rate
+ * cwnd / min RTT with it, no loss: the link's capacity was not reached, so the upper side is
+ * the rest of the run at cwnd / min RTT as Reno's growth goes on (linear: the midpoint sum
+ * is exact), not the capacity seen; a queue that slow-start showed caps it at its cwnd over
+ * min RTT; with cwnd flat no side is above the capacity seen. */
+static void test_growing_cwnd_lifts_the_upper_side(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 2.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1 };
+    double mrtt = 0.02, rate, done, to_go, want, cap;
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(3.0, 0, 20000, 20000, QW_BBR_NONE, 0);
+    for (int i = 0; i < ns; i++) {
+        s[i].cwnd_bytes = (uint64_t)(20 + i) * MSS;
+        s[i].delivered_bytes = (i ? s[i - 1].delivered_bytes : 0) + s[i].cwnd_bytes;
+    }
+    pr = feed_from(&p, 20, 20, 0, 0);
+    CHECK(w.state == QW_GAVE_UP);
+    /* the climb's halves differ, and each time the window drops the first as a transient */
+    CHECK(w.drops > 0);
+    b = qw_bound(&w, &pr);
+    rate = w.est.rate_bps / 8;
+    done = w.s[w.n - 1].t1 - w.start_t;
+    to_go = pr.rest_s - done;
+    want = (rate * done + to_go * ((double)w.slice_cwnd0 / mrtt + MSS * to_go / 2 / (mrtt * mrtt))) /
+           pr.rest_s;
+    CHECK_NEAR(b.hi, want, want * 1e-9);
+    CHECK(b.hi > 4 * rate);
+    CHECK(b.by == QW_BOUND_GROWING);
+    CHECK_STR(qw_bound_name(b.by), "growing");
+    CHECK_NEAR(b.hi_bps, pr.rate_bps + hypot((b.hi - b.steady) * 8 * pr.steady_share,
+                                             pr.end_frac * pr.rate_bps), 1e-3);
+    /* slow-start showed half a BDP of queue with 60 packets in flight: capacity <= 60 x MSS /
+     * 20 ms, which the growth passes 1.34 s after the window's end */
+    pr = feed_from(&p, 20, 20, 200, 30000);
+    b = qw_bound(&w, &pr);
+    cap = 200.0 * MSS / mrtt;
+    CHECK(b.hi < cap && b.hi > 0.9 * cap);
+    /* cwnd flat (a receive window, an application's pace): nothing grows, and the steady
+     * rate's upper side is the capacity seen, here the rate itself */
+    for (int i = 0; i < ns; i++)
+        s[i].cwnd_bytes = 60 * MSS;
+    pr = feed_from(&p, 20, 20, 0, 0);
+    b = qw_bound(&w, &pr);
+    CHECK(qw_hold_of(&w) != QW_HOLD_GROWING);
+    CHECK(b.hi <= qw_capacity_seen(&w) * (1 + 1e-12));
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -188,5 +250,6 @@ int main(void)
     test_incomplete_sawtooth_floor();
     test_levels_span_the_rates_seen();
     test_bbr_estimate_caps_and_short_window();
+    test_growing_cwnd_lifts_the_upper_side();
     return check_done();
 }
