@@ -4,6 +4,7 @@
     replay_corpus.py collect --seed 7 --paths 26 --runs 2 --out test-artifacts/corpus
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
+    replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
@@ -15,7 +16,12 @@ sets the estimator's settings, see qwreplay's usage) and prints, per path, each 
 error (c = converged, d = answered at the deadline, f = fell back; * = the interval missed
 the run's own 20 s figure), when the window closed, its half-width and what held it open,
 then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median
-half-width and which evidence bounded the intervals.
+half-width and which evidence bounded the intervals. `calibrate` scores every run's miss
+(how far its own 20 s figure fell outside, in units of the interval's side: covered at <= 1),
+takes per evidence class the split-conformal 95 % quantile of the scores on the --fit runs
+(widening that class's intervals by it, if above 1, covers a new run of the class at 95 %
+under whatever stopping rule the runs were answered by) and shows the coverage, before and
+after that scale, on the --check runs: paths it was not fitted on.
 """
 
 from __future__ import annotations
@@ -142,6 +148,52 @@ def summarise(a) -> int:
     return 0
 
 
+def miss_score(r: dict) -> float:
+    """How far the run's own 20 s figure fell from the answer, in units of the interval's
+    side it fell on: at most 1 when the interval held it (qwreplay's covered), 2 when it
+    fell twice as far out as that side reached."""
+    truth, fig, lo, hi = (float(r[k]) for k in ("truth_mbps", "figure_mbps", "lo_mbps", "hi_mbps"))
+    if truth >= fig:
+        return (truth - fig) / (hi - fig) if hi > fig else (0.0 if truth == fig else float("inf"))
+    return (fig - truth) / (fig - lo) if fig > lo else float("inf")
+
+
+def conformal_quantile(scores: list[float], level: float = 0.95) -> float:
+    """Split-conformal quantile: the ceil(level x (n + 1))-th smallest score, inf when the
+    runs are too few for that level. Widening a class's intervals by it (about the answer)
+    covers a new run of the same class with probability >= level, whatever the stopping rule
+    the runs were answered under, so long as the new run is exchangeable with them."""
+    k = -(-level * (len(scores) + 1) // 1)
+    return sorted(scores)[int(k) - 1] if 0 < k <= len(scores) else float("inf")
+
+
+def calibrate(a) -> int:
+    fit = replay(a.fit, shlex.split(a.replay_args))
+    checks = {str(d): replay([d], shlex.split(a.replay_args)) for d in a.check}
+    def key(r):
+        return f"{r['bound_by']}/{r['cc']}" if a.split_cc else r["bound_by"]
+
+    classes = sorted({key(r) for r in fit + [r for rs in checks.values() for r in rs]})
+    print(f"fitted on {', '.join(map(str, a.fit))} ({len(fit)} runs), level {a.level:.2f}")
+    head = f"{'evidence':18s} {'fit n':>5s} {'missed':>6s} {'q':>6s} {'scale':>5s}"
+    for d in checks:
+        head += f" | {Path(d).name[:18]:>18s}: n, covered raw -> scaled"
+    print(head)
+    for cls in classes:
+        sc = [miss_score(r) for r in fit if key(r) == cls]
+        q = conformal_quantile(sc, a.level)
+        # too few runs of the class to calibrate at this level: its intervals stay as built
+        scale = max(1.0, q) if q != float("inf") else 1.0
+        shown = f"{q:6.2f} {scale:5.2f}" if q != float("inf") else f"{'-':>6s} {'-':>5s}"
+        line = f"{cls:18s} {len(sc):5d} {sum(x > 1 for x in sc):6d} {shown}"
+        for rs in checks.values():
+            cs = [miss_score(r) for r in rs if key(r) == cls]
+            raw, scaled = sum(x <= 1 for x in cs), sum(x <= scale for x in cs)
+            line += f" | {len(cs):18d}: {raw:3d} -> {scaled:3d}" + " " * 8
+        print(line.rstrip())
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -161,8 +213,18 @@ def main(argv=None) -> int:
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
     s.add_argument("--replay-args", default="", help='qwreplay\'s options, e.g. "-M 3000 -T 5"')
+    k = sub.add_parser(
+        "calibrate",
+        help="per evidence class, the conformal quantile of miss scores on --fit runs, and the "
+        "coverage it gives on --check runs (paths it was not fitted on)",
+    )
+    k.add_argument("--fit", nargs="+", type=Path, required=True)
+    k.add_argument("--check", nargs="+", type=Path, default=[])
+    k.add_argument("--level", type=float, default=0.95)
+    k.add_argument("--split-cc", action="store_true", help="a class per evidence and congestion control")
+    k.add_argument("--replay-args", default="", help="qwreplay's options")
     a = ap.parse_args(argv)
-    return collect(a) if a.cmd == "collect" else summarise(a)
+    return {"collect": collect, "summarise": summarise, "calibrate": calibrate}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -66,3 +66,34 @@ def test_kept_runs_replay_exactly_while_the_estimator_is_unchanged(replayed):
         assert float(r["hi_mbps"]) == pytest.approx(v["quick_hi_bps"] / 1e6, abs=0.0005), r
         assert r["converged"] == ("1" if v["quick_converged"] else "0"), r
         assert r["bound_by"] == v["quick_bound_by"], r
+
+
+def _run(truth, fig, lo, hi):
+    return {"truth_mbps": str(truth), "figure_mbps": str(fig), "lo_mbps": str(lo), "hi_mbps": str(hi)}
+
+
+def test_miss_score_measures_the_miss_in_units_of_its_side():
+    assert replay_corpus.miss_score(_run(100, 100, 90, 110)) == 0
+    assert replay_corpus.miss_score(_run(105, 100, 90, 110)) == pytest.approx(0.5)
+    assert replay_corpus.miss_score(_run(110, 100, 90, 110)) == pytest.approx(1.0)
+    # below the answer the lower side is the unit: 20 below a side that reached 5 is 4
+    assert replay_corpus.miss_score(_run(80, 100, 95, 130)) == pytest.approx(4.0)
+    # a side of zero width misses anything on it
+    assert replay_corpus.miss_score(_run(101, 100, 90, 100)) == float("inf")
+
+
+def test_conformal_quantile_is_the_finite_sample_rank():
+    scores = [i / 10 for i in range(1, 20)]  # 19 scores: ceil(0.95 x 20) = 19th, the largest
+    assert replay_corpus.conformal_quantile(scores) == pytest.approx(1.9)
+    assert replay_corpus.conformal_quantile(scores[:18]) == float("inf")  # too few for 95 %
+    assert replay_corpus.conformal_quantile(scores, 0.5) == pytest.approx(1.0)  # ceil(10): 10th
+
+
+def test_calibrate_scores_the_kept_runs_by_class(capsys):
+    assert replay_corpus.main(["calibrate", "--fit", str(KEPT), "--check", str(KEPT)]) == 0
+    out = capsys.readouterr().out
+    replayed = replay_corpus.replay([KEPT])
+    n = sum(r["bound_by"] == "statistics" for r in replayed)
+    missed = sum(r["bound_by"] == "statistics" and r["covered"] != "1" for r in replayed)
+    line = next(x for x in out.splitlines() if x.startswith("statistics "))
+    assert line.split()[1:3] == [str(n), str(missed)]
