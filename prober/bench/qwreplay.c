@@ -35,7 +35,7 @@ typedef struct {
     int open, have_last;
     uint32_t peak_rtt_us;   /* largest smoothed RTT before the window opened, as measure.c
                                keeps it */
-    uint64_t peak_cwnd_bytes;   /* largest cwnd (summed) before then, likewise */
+    uint64_t ss_bdp_bytes;      /* slow-start's least bound on the BDP, as measure.c keeps it */
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
     int verbose;            /* -v: trace every slice on stderr */
@@ -139,6 +139,18 @@ static void feed(replay *r)
     fputc('\n', stderr);
 }
 
+/* Before the window opens: keep the buffer's and the capacity's witnesses as measure.c's
+ * check_ss_end does (the largest smoothed RTT, slow-start's least bound on the BDP). */
+static void witness(replay *r)
+{
+    uint64_t bdp = qw_slow_start_bdp(&r->last);
+
+    if (r->last.rtt_us > r->peak_rtt_us)
+        r->peak_rtt_us = r->last.rtt_us;
+    if (bdp && (r->ss_bdp_bytes == 0 || bdp < r->ss_bdp_bytes))
+        r->ss_bdp_bytes = bdp;
+}
+
 /* Open the window at the slow_start_end event ev (measure.c's check_ss_end). */
 static void open_window(replay *r, const json_t *ev)
 {
@@ -152,7 +164,7 @@ static void open_window(replay *r, const json_t *ev)
     r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
     qw_seen_rtt(&r->w, r->peak_rtt_us);
-    qw_seen_cwnd(&r->w, r->peak_cwnd_bytes);
+    qw_seen_cwnd(&r->w, r->ss_bdp_bytes);
     r->open = 1;
     feed(r);
 }
@@ -208,12 +220,10 @@ static int replay_file(const char *path, replay *r)
         } else if (strcmp(kind, "sample") == 0) {
             aggregate(ev, &r->last, &r->last_retrans, r->overshoot);
             r->have_last = 1;
-            if (!r->open && r->last.rtt_us > r->peak_rtt_us)
-                r->peak_rtt_us = r->last.rtt_us;
-            if (!r->open && r->last.cwnd_bytes > r->peak_cwnd_bytes)
-                r->peak_cwnd_bytes = r->last.cwnd_bytes;
             if (r->open)
                 feed(r);
+            else
+                witness(r);
         } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {
             open_window(r, ev);
         } else if (strcmp(kind, "result") == 0) {

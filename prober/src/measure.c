@@ -204,19 +204,20 @@ static void check_ss_end(qp_run *r, const out_agg *a)
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
                     .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
                     .deadline_rtts = QP_DEADLINE_RTTS };
-    uint64_t exit_cwnd = 0, cwnd = 0;
+    uint64_t exit_cwnd = 0, bdp;
     int last = 0, after_loss = 0;
     qw_sample q;
 
-    /* the quick window's witness of the buffer (qw_seen_rtt, qw_seen_cwnd); a full run has
-     * no window */
-    for (int i = 0; i < r->n && !r->quick_open && r->o->mode != MODE_FULL; i++) {
-        if (r->streams[i].ti.rtt_us > r->peak_rtt_us)
-            r->peak_rtt_us = r->streams[i].ti.rtt_us;
-        cwnd += r->streams[i].ti.cwnd_bytes;
+    /* the quick window's witnesses of the buffer and the capacity (qw_seen_rtt,
+     * qw_seen_cwnd); a full run has no window */
+    if (!r->quick_open && r->o->mode != MODE_FULL) {
+        window_sample(r, a->t, &q);
+        if (q.rtt_us > r->peak_rtt_us)
+            r->peak_rtt_us = q.rtt_us;
+        bdp = qw_slow_start_bdp(&q);
+        if (bdp && (r->ss_bdp_bytes == 0 || bdp < r->ss_bdp_bytes))
+            r->ss_bdp_bytes = bdp;
     }
-    if (cwnd > r->peak_cwnd_bytes)
-        r->peak_cwnd_bytes = cwnd;
     if (r->out.ss_ended)
         return;
     for (int i = 0; i < r->n; i++) {
@@ -243,7 +244,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
     qw_seen_rtt(&r->qw, r->peak_rtt_us);
-    qw_seen_cwnd(&r->qw, r->peak_cwnd_bytes);
+    qw_seen_cwnd(&r->qw, r->ss_bdp_bytes);
     r->quick_open = 1;
     out_phase("measuring", a->t);
 }

@@ -90,7 +90,22 @@ void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
     w->seen_rtt_us = rtt_us;
 }
 
-/* Record the largest cwnd seen before the window opened (see quickwin.h). */
+/* The BDP bound slow-start's queue at s gives, 0 if none (see quickwin.h). After a loss
+ * cwnd is cut while the smoothed RTT still shows the queue the larger flight built, so
+ * only samples before one count. */
+uint64_t qw_slow_start_bdp(const qw_sample *s)
+{
+    double q;
+
+    if (s->retrans != 0 || s->in_recovery || s->min_rtt_us == 0)
+        return 0;
+    q = ((double)s->rtt_us - s->min_rtt_us) / s->min_rtt_us;
+    if (q < QW_BUSY_QUEUE)
+        return 0;
+    return (uint64_t)((double)s->cwnd_bytes / fmin(1.0, 2.0 * q));
+}
+
+/* Record slow-start's bound on the BDP (see quickwin.h). */
 void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes)
 {
     w->seen_cwnd_bytes = cwnd_bytes;

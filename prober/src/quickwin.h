@@ -36,6 +36,12 @@ typedef struct {
     int streams;            /* parallel streams the samples sum over */
 } qw_params;
 
+#define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
+                                   RTT's bias: the smoothed RTT averages delay jitter that
+                                   the min RTT takes at its lowest (the lab's normal 2 ms
+                                   jitter on 70 ms read 0.07-0.10 BDP of "queue" in
+                                   slow-start's first rounds, the link nearly idle) */
+
 /* One sample, summed (or worst) over the streams. */
 typedef struct {
     double t_s;
@@ -191,7 +197,8 @@ typedef struct {
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */
-    uint64_t seen_cwnd_bytes;   /* largest cwnd (summed) before the window opened, 0 unknown */
+    uint64_t seen_cwnd_bytes;   /* slow-start's least bound on the BDP, bytes (qw_seen_cwnd),
+                                   0 none */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
                                    QW_BUSY_QUEUE BDP was seen with, in congestion avoidance
                                    a round or more after a cut (0: none) */
@@ -238,8 +245,17 @@ qw_state qw_feed(qw_window *w, const qw_sample *s);
  * a depth the buffer holds (see buffer_deep() in quickwin.c). */
 void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
 
-/* Tell a window just opened the largest cwnd (summed over the streams) before it opened: a
- * queue seen then (qw_seen_rtt) stood with at most this much in flight. */
+/* An upper bound (bytes) on the BDP from sample s, taken in slow-start before any loss,
+ * when it shows a queue of q >= QW_BUSY_QUEUE BDP (its largest smoothed RTT over its min
+ * RTT); 0 when it shows none. A queue stands only with more than a BDP in flight, but
+ * slow-start sends two packets an ACK, a burst at twice the link's rate that queues up to
+ * half of what is in flight, and the smoothed RTT leans to the burst's late packets: a
+ * queue of q shows with min(1, 2 q) BDP or more in flight, so the BDP is at most
+ * cwnd / min(1, 2 q). */
+uint64_t qw_slow_start_bdp(const qw_sample *s);
+
+/* Tell a window just opened the least of qw_slow_start_bdp's bounds over the samples before
+ * it (0: none showed a queue): the capacity is below it over the min RTT. */
 void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes);
 
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the

@@ -129,6 +129,15 @@ static double poisson_upper95(uint32_t k)
     return k < sizeof u / sizeof u[0] ? u[k] : k + 1.645 * sqrt((double)k) + 1.5;
 }
 
+/* Poisson: the 95 % lower bound of the mean given k events (chi-square / 2), k >= 0. */
+static double poisson_lower95(uint32_t k)
+{
+    static const double l[] = { 0.0, 0.0513, 0.355, 0.818, 1.366, 1.970, 2.613, 3.285, 3.981,
+                                4.695, 5.425 };
+
+    return k < sizeof l / sizeof l[0] ? l[k] : fmax(0, k - 1.645 * sqrt((double)k));
+}
+
 /* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began:
  * cwnd, and with it the sawtooth, does not set its rate. */
 static int mostly_limited(const qw_window *w)
@@ -225,15 +234,16 @@ int qw_growing(const qw_window *w)
 
 /* The largest capacity (bytes/s) the evidence allows: a standing queue holds only while
  * more than a BDP is in flight, and cwnd bounds what is in flight, so a queue seen with
- * cwnd W says the capacity is below W / min RTT (slow-start's overshoot: its largest cwnd;
- * the window: qw_window.queue_cwnd_bytes). INFINITY when no queue was seen. */
+ * cwnd W in congestion avoidance says the capacity is below W / min RTT
+ * (qw_window.queue_cwnd_bytes); slow-start's bursts queue with less (qw_slow_start_bdp
+ * allows for them). INFINITY when no queue was seen. */
 static double capacity_ceiling(const qw_window *w, double min_rtt)
 {
     double c = INFINITY;
 
     if (w->queue_cwnd_bytes > 0)
         c = (double)w->queue_cwnd_bytes / min_rtt;
-    if (w->seen_cwnd_bytes > 0 && qw_queue_at(w, w->seen_rtt_us) >= QW_BUSY_QUEUE)
+    if (w->seen_cwnd_bytes > 0)
         c = fmin(c, (double)w->seen_cwnd_bytes / min_rtt);
     return c;
 }
@@ -253,15 +263,32 @@ static double cwnd_growth(const qw_window *w, double since, double dt, double mi
     return fmax(reno, streams * mss * CUBIC_C * (pow(d + dt + min_rtt, 3) - pow(d, 3)));
 }
 
+/* The largest rate (bytes/s) the loss events seen allow: k events not at the top of a buffer
+ * in n packets put the loss-event rate above poisson_lower95(k) / n at 95 %, and at that
+ * rate each stream's window averages qw_loss_window_pkts and peaks at 2 / (1 + beta) x that,
+ * over min RTT at most; INFINITY when no such event was seen. */
+static double loss_ceiling(const qw_window *w, double min_rtt)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, packets = qw_packets_measured(w), p, peak;
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+
+    if (w->random_events == 0 || packets < 1)
+        return INFINITY;
+    p = fmin(1.0, poisson_lower95(w->random_events) / packets);
+    peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, min_rtt);
+    return streams * peak * mss / min_rtt;
+}
+
 /* The growing term's upper side (steady bytes/s over the counted part and the rest of the
  * run, pr->rest_s): the counted part at the rate measured, then cwnd / min RTT as cwnd
  * grows from its latest value by its law (cwnd_growth), up to the capacity a queue proved
- * (capacity_ceiling); 0 when the term does not apply (qw_growing). */
+ * (capacity_ceiling) and the rate the random losses seen hold it below (loss_ceiling); 0
+ * when the term does not apply (qw_growing). */
 static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
 {
     double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
     double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
-    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap;
+    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap, lossy;
     /* with several streams each has its own latest cut: the window's opening bounds them all */
     double since = t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
     int steps = 64;
@@ -269,11 +296,12 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
     if (!qw_growing(w) || min_rtt <= 0 || rate <= 0 || to_go <= 0 || pr->rest_s <= 0)
         return 0;
     cap = fmax(rate, capacity_ceiling(w, min_rtt));
+    lossy = loss_ceiling(w, min_rtt);
     for (int k = 0; k < steps; k++) {
         double dt = (k + 0.5) * to_go / steps;
         double r = ((double)w->slice_cwnd0 + cwnd_growth(w, since, dt, min_rtt)) / min_rtt;
 
-        sum += fmin(cap, fmax(rate, r)) * to_go / steps;
+        sum += fmin(cap, fmax(rate, fmin(r, lossy))) * to_go / steps;
     }
     return (rate * done + sum) / pr->rest_s;
 }

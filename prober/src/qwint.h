@@ -16,12 +16,6 @@
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in quickwin.c */
 
-#define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
-                                   RTT's bias: the smoothed RTT averages delay jitter that
-                                   the min RTT takes at its lowest (the lab's normal 2 ms
-                                   jitter on 70 ms read 0.07-0.10 BDP of "queue" in
-                                   slow-start's first rounds, the link nearly idle) */
-
 /* quickwin.c */
 /* Sum the counted bytes and seconds of slices [b, e). */
 void qw_unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs);

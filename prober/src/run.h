@@ -112,8 +112,8 @@ typedef struct {
     int quick_open, quick_closed;
     uint32_t peak_rtt_us;           /* largest smoothed RTT over the streams before the
                                        quick window opened (qw_seen_rtt) */
-    uint64_t peak_cwnd_bytes;       /* largest cwnd summed over the streams before then
-                                       (qw_seen_cwnd) */
+    uint64_t ss_bdp_bytes;          /* slow-start's least bound on the BDP before then
+                                       (qw_slow_start_bdp, qw_seen_cwnd) */
     qw_window qw;                   /* the converging quick window (quickwin.h) */
     double next_interval_t, interval_t0;
     qp_outcome out;

@@ -26,15 +26,15 @@ static void run_at(double secs, double rate_bps, uint32_t rtt_us, uint32_t min_r
     }
 }
 
-/* Open a window at 0 with p (slow-start left cwnd at exit_pkts, the largest cwnd seen before
- * it seen_pkts with smoothed RTT seen_rtt_us: 0, not known), feed every sample; the run's
- * prediction for full_s. */
-static qw_prediction feed_from(const qw_params *p, double full_s, int exit_pkts, int seen_pkts,
+/* Open a window at 0 with p (slow-start left cwnd at exit_pkts, its largest smoothed RTT
+ * seen_rtt_us and its queue bounded the BDP at bdp_pkts: 0, not known), feed every sample;
+ * the run's prediction for full_s. */
+static qw_prediction feed_from(const qw_params *p, double full_s, int exit_pkts, int bdp_pkts,
                                uint32_t seen_rtt_us)
 {
     qw_open(&w, p, 0.0, (uint64_t)exit_pkts * MSS, 0);
     qw_seen_rtt(&w, seen_rtt_us);
-    qw_seen_cwnd(&w, (uint64_t)seen_pkts * MSS);
+    qw_seen_cwnd(&w, (uint64_t)bdp_pkts * MSS);
     for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
         ;
     qw_stop(&w);
@@ -227,8 +227,8 @@ static void test_growing_cwnd_lifts_the_upper_side(void)
     CHECK_STR(qw_bound_name(b.by), "growing");
     CHECK_NEAR(b.hi_bps, pr.rate_bps + hypot((b.hi - b.steady) * 8 * pr.steady_share,
                                              pr.end_frac * pr.rate_bps), 1e-3);
-    /* slow-start showed half a BDP of queue with 60 packets in flight: capacity <= 60 x MSS /
-     * 20 ms, which the growth passes 1.34 s after the window's end */
+    /* slow-start's queue bounded the BDP at 200 packets: capacity <= 200 x MSS / 20 ms,
+     * which the growth reaches within two seconds of the window's end */
     pr = feed_from(&p, 20, 20, 200, 30000);
     b = qw_bound(&w, &pr);
     cap = 200.0 * MSS / mrtt;
