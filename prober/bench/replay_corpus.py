@@ -170,6 +170,7 @@ def conformal_quantile(scores: list[float], level: float = 0.95) -> float:
 def calibrate(a) -> int:
     fit = replay(a.fit, shlex.split(a.replay_args))
     checks = {str(d): replay([d], shlex.split(a.replay_args)) for d in a.check}
+
     def key(r):
         return f"{r['bound_by']}/{r['cc']}" if a.split_cc else r["bound_by"]
 
