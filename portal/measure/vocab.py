@@ -320,4 +320,5 @@ QUICK_HOLDS = {
     "bw_rising": "BBR's bandwidth estimate was still rising",
     "random_loss": "too few loss-free packets to rule out random loss that would lower the long-run rate",
     "growing": "cwnd was still growing with no standing queue: the link was not full yet",
+    "lt_bw": "BBR held its long-term bandwidth (its policer mode), below its estimate from before",
 }

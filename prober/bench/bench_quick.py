@@ -729,7 +729,17 @@ def _mark(ok: bool | None, na: str = "none measured") -> str:
     return f"n/a ({na})" if ok is None else "met" if ok else "**MISSED**"
 
 
-BOUND_BY = ("statistics", "levels", "sawtooth", "random_loss", "growing", "bbr_cycle", "capacity", "short")
+BOUND_BY = (
+    "statistics",
+    "levels",
+    "sawtooth",
+    "random_loss",
+    "growing",
+    "lt_bw",
+    "bbr_cycle",
+    "capacity",
+    "short",
+)
 
 
 def summary_lines(rows: list[dict], runs: list[dict]) -> tuple[list[str], dict]:

@@ -67,13 +67,13 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
 
     memset(q, 0, sizeof(*q));
     q->t_s = num(ev, "t");
+    q->bbr_cruising = n > 0;
     *retrans = 0;
     json_array_foreach(streams, i, st) {
         json_t *bbr = json_object_get(st, "bbr");
-        qw_bbr_mode m = json_is_object(bbr)
-            ? qw_bbr_mode_from_gains((uint32_t)lround(num(bbr, "pacing_gain") * 256),
-                                     (uint32_t)lround(num(bbr, "cwnd_gain") * 256))
-            : QW_BBR_NONE;
+        uint32_t pg = (uint32_t)lround(num(bbr, "pacing_gain") * 256);
+        uint32_t cg = (uint32_t)lround(num(bbr, "cwnd_gain") * 256);
+        qw_bbr_mode m = json_is_object(bbr) ? qw_bbr_mode_from_gains(pg, cg) : QW_BBR_NONE;
         uint32_t rtt = (uint32_t)num(st, "rtt_us"), mrtt = (uint32_t)num(st, "min_rtt_us");
         uint32_t bmr = json_is_object(bbr) ? (uint32_t)num(bbr, "min_rtt_us") : 0;
 
@@ -101,10 +101,13 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
             overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
             q->overshoot_recovery |= overshoot[i];
         }
+        if (!json_is_object(bbr))
+            q->bbr_cruising = 0;
         if (json_is_object(bbr)) {
             static const int rank[] = { 0, 2, 3, 1, 4 };    /* none startup drain bw rtt */
 
             q->bw_bps += (uint64_t)num(bbr, "bw_bps");
+            q->bbr_cruising &= qw_bbr_cruising(pg, cg);
             if (rank[m] > rank[q->bbr_mode])
                 q->bbr_mode = m;
         }

@@ -167,6 +167,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
 {
     memset(q, 0, sizeof(*q));
     q->t_s = t;
+    q->bbr_cruising = r->n > 0;
     for (int i = 0; i < r->n; i++) {
         const qp_tcpinfo *ti = &r->streams[i].ti;
         uint32_t mrtt = ti->bbr_min_rtt_us ? ti->bbr_min_rtt_us : ti->min_rtt_us;
@@ -191,6 +192,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         q->bw_bps += ti->has_bbr ? ti->bbr_bw_bps : 0;
+        q->bbr_cruising &= ti->has_bbr && qw_bbr_cruising(ti->bbr_pacing_gain, ti->bbr_cwnd_gain);
         if (ti->has_bbr)
             q->bbr_mode = worst_mode(q->bbr_mode,
                                      qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));

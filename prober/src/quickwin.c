@@ -39,6 +39,12 @@
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
+#define QW_LT_ROUNDS 16         /* PROBE_BW at pacing gain 1 this many rounds (of the min RTT,
+                                   or of the sampling period if longer: a phase shorter than a
+                                   sample can fall between two; at 10 ms such gaps read up to
+                                   8 periods of "cruise") is no gain cycle, whose cruise lasts
+                                   6: tcp_bbr.c's long-term bandwidth mode, which holds for
+                                   bbr_lt_bw_max_rtts = 48 */
 #define BBR_UNIT 256
 #define QW_SS_ALLOWANCE_S 1.0   /* slow-start's share of the answer's time (qw_due_s): a
                                    second, or QW_SS_ROUNDS of the path's RTT if longer */
@@ -78,6 +84,7 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->end_t = -1;
     w->deadline_t = t_s + w->p.max_s;
     w->event_t = t_s;
+    w->cruise_t = -1;
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = w->open_after_loss = after_loss;
     w->est.ci_frac = -1;
@@ -166,6 +173,12 @@ qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain)
     return QW_BBR_PROBE_BW;
 }
 
+/* 1 if the gains are PROBE_BW's cruise: pacing gain 1, cwnd gain 2 (see quickwin.h). */
+int qw_bbr_cruising(uint32_t pacing_gain, uint32_t cwnd_gain)
+{
+    return pacing_gain == BBR_UNIT && cwnd_gain == 2 * BBR_UNIT;
+}
+
 /* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
 const char *qw_bbr_mode_name(qw_bbr_mode m)
 {
@@ -228,6 +241,8 @@ static const struct {
                                              "that would lower the long-run rate" },
     [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link "
                                      "was not full yet" },
+    [QW_HOLD_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (its policer mode), below "
+                                 "its estimate from before" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -819,6 +834,9 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_CLIMBING;
     if (w->bw_rising)
         return QW_HOLD_BW_RISING;
+    /* a rate pinned to the long-term bandwidth returns to the max filter's when the mode ends */
+    if (w->lt_bw && (double)w->bw_max_bps - e->rate_bps > w->p.tolerance * e->rate_bps)
+        return QW_HOLD_LT_BW;
     saw = qw_sawtooth_known(w, s);
     if (saw != QW_HOLD_NONE)
         return saw;
@@ -892,6 +910,29 @@ static void drop_transient(qw_window *w, int mid)
             w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
 }
 
+/* BBR: keep the largest bandwidth estimate, and mark the long-term bandwidth mode when every
+ * stream has paced at gain 1 for QW_LT_ROUNDS rounds (tcp_bbr.c, bbr_lt_bw_sampling: after
+ * losses in several sampling intervals it pins its rate to the delivery rate averaged over
+ * them, pacing gain 1, no gain cycle, for 48 rounds; lossy shallow buffers and cross traffic
+ * trigger it as a policer does). */
+static void track_cruise(qw_window *w, const qw_sample *s)
+{
+    double round_s = fmax((w->min_rtt_us ? w->min_rtt_us : s->rtt_us) / 1e6, w->p.sample_s);
+
+    if (!w->p.bbr)
+        return;
+    if (s->bw_bps > w->bw_max_bps)
+        w->bw_max_bps = s->bw_bps;
+    if (!s->bbr_cruising) {
+        w->cruise_t = -1;
+        return;
+    }
+    if (w->cruise_t < 0)
+        w->cruise_t = s->t_s;
+    if (s->t_s - w->cruise_t >= QW_LT_ROUNDS * round_s)
+        w->lt_bw = 1;
+}
+
 /* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
 qw_state qw_feed(qw_window *w, const qw_sample *s)
 {
@@ -907,6 +948,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     w->delivered_bytes = s->delivered_bytes;
     w->limited_us = s->limited_us;
     track_backlog(w, s);
+    track_cruise(w, s);
     if (!w->started) {
         if (try_start(w, s))
             w->hold = QW_HOLD_FEW_BATCHES;

@@ -59,6 +59,7 @@ typedef struct {
                                    STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
     uint64_t bw_bps;            /* BBR's bandwidth estimates summed (0: not BBR / unknown) */
+    int bbr_cruising;           /* every stream in PROBE_BW pacing at gain 1 (qw_bbr_cruising) */
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
@@ -94,9 +95,11 @@ typedef enum {
     QW_HOLD_BW_RISING,      /* BBR's bandwidth estimate is still rising */
     QW_HOLD_RANDOM_LOSS,    /* random loss not yet ruled out could hold the long-run rate
                                further below the estimate than the tolerance */
-    QW_HOLD_GROWING         /* loss-based cc: cwnd still grows with no standing queue and no
+    QW_HOLD_GROWING,        /* loss-based cc: cwnd still grows with no standing queue and no
                                cut from the buffer's top: the link is not full yet, and the
                                rate rises with cwnd (qwbound.c, qw_growing) */
+    QW_HOLD_LT_BW           /* BBR held its long-term bandwidth (qw_window.lt_bw) further
+                               below its bandwidth estimate from before than the tolerance */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -151,7 +154,8 @@ typedef enum {
     QW_BOUND_LEVELS,            /* the rate changed level: the levels seen */
     QW_BOUND_SAWTOOTH,          /* no whole sawtooth cycle: what a cut leaves of the link */
     QW_BOUND_RANDOM_LOSS,       /* random loss not yet ruled out: TCP's loss response */
-    QW_BOUND_GROWING            /* the link's capacity not reached: cwnd's growth law */
+    QW_BOUND_GROWING,           /* the link's capacity not reached: cwnd's growth law */
+    QW_BOUND_LT_BW              /* BBR's long-term bandwidth: it may return to its estimate */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
@@ -192,6 +196,11 @@ typedef struct {
     uint32_t min_rtt_us;
     int climbing;
     int bw_rising;              /* BBR's bandwidth estimate rose through the counted part */
+    uint64_t bw_max_bps;        /* BBR: the largest bandwidth estimate since the window opened */
+    double cruise_t;            /* BBR: since when every stream paces at gain 1 (-1: not) */
+    int lt_bw;                  /* BBR: pacing at gain 1 for QW_LT_ROUNDS rounds, no gain
+                                   cycle: tcp_bbr.c's long-term bandwidth (its policer mode),
+                                   held up to 48 rounds, then the max filter's estimate again */
     uint64_t limited_us0;       /* limited_us when measuring started */
     uint64_t limited_us;        /* ... at the latest sample */
     double max_queue;           /* largest standing queue seen, in BDPs */
@@ -333,6 +342,10 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by);
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
 qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain);
+
+/* 1 if TCP_CC_INFO's gains (x256) are PROBE_BW's at pacing gain 1: cruising between probes,
+ * or pinned there by the long-term bandwidth mode. */
+int qw_bbr_cruising(uint32_t pacing_gain, uint32_t cwnd_gain);
 
 /* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
 const char *qw_bbr_mode_name(qw_bbr_mode m);

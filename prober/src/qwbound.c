@@ -17,7 +17,9 @@
  *   response (Mathis et al. for Reno, RFC 9438 for CUBIC) may hold cwnd's peaks below the
  *   buffer's top: the same share, from a lower peak; it rises as packets pass;
  * - BBR: its rate over a gain cycle averages its bandwidth estimate, so the estimate (the
- *   largest delivery rate of the last 10 rounds) bounds the rate from above;
+ *   largest delivery rate of the last 10 rounds) bounds the rate from above; but in its
+ *   long-term bandwidth mode (qw_window.lt_bw) it paces at a lower average that it leaves
+ *   within 48 rounds: the rest of the run may return to the largest estimate seen (lt_bw);
  * - growing (Reno, CUBIC): cwnd still grew with no standing queue and no cut from the
  *   buffer's top: the link's capacity was not reached, so the capacity seen bounds nothing;
  *   the rate may rise as cwnd's growth law (Reno: a packet a round; CUBIC: RFC 9438's cubic
@@ -323,7 +325,7 @@ static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
-    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling;
+    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, lt = 0;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -355,9 +357,13 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     ceiling = growth_ceiling(w, pr);
     if (ceiling > b.steady)
         widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
-    b.hi = fmin(b.hi, fmax(cap, ceiling));
+    if (w->p.bbr && w->lt_bw && w->bw_max_bps / 8.0 > b.steady) {
+        lt = w->bw_max_bps / 8.0;
+        widen(&b, b.steady, lt, QW_BOUND_LT_BW);
+    }
+    b.hi = fmin(b.hi, fmax(fmax(cap, ceiling), lt));
     if (w->p.bbr && w->n && w->s[w->n - 1].bw_bps > 0)
-        b.hi = fmin(b.hi, fmax(w->s[w->n - 1].bw_bps / 8.0, b.steady));
+        b.hi = fmin(b.hi, fmax(fmax(w->s[w->n - 1].bw_bps / 8.0, lt), b.steady));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
@@ -407,6 +413,9 @@ static const struct {
     [QW_BOUND_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss: "
                                               "the lower end is the rate TCP keeps at the loss "
                                               "rate not yet ruled out" },
+    [QW_BOUND_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (the policer mode it enters "
+                                  "after steady losses) for part of the window: the rest of the "
+                                  "run may return to its bandwidth estimate from before" },
     [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
                                       "capacity was not reached, and the upper end is where "
                                       "TCP's window growth could take the rate by the run's end" },

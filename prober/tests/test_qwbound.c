@@ -243,6 +243,43 @@ static void test_growing_cwnd_lifts_the_upper_side(void)
     CHECK(b.hi <= qw_capacity_seen(&w) * (1 + 1e-12));
 }
 
+/* BBR at 50 ms that paced at 100 Mbit/s for 0.3 s, then at gain 1 with its estimate pinned
+ * at 95 (tcp_bbr.c's long-term bandwidth mode): after 16 rounds of that the window stops
+ * reading the estimate as the rate's upper bound, does not converge on the pinned rate, and
+ * its upper side is the estimate from before (100) the mode will return to. The same rates
+ * with a gain cycle (a probe every 8 rounds) keep the estimate's cap. */
+static void test_bbr_long_term_bandwidth_reopens_the_upper_side(void)
+{
+    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+    int before;
+
+    ns = 0;
+    run_at(0.3, 100e6, 50000, 50000, QW_BBR_PROBE_BW, (uint64_t)100e6);
+    before = ns;
+    run_at(3.7, 95e6, 50000, 50000, QW_BBR_PROBE_BW, (uint64_t)95e6);
+    for (int i = before; i < ns; i++)
+        s[i].bbr_cruising = 1;
+    pr = feed_all(&p, 20);
+    CHECK(w.lt_bw == 1 && w.bw_max_bps == (uint64_t)100e6);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_STR(qw_hold_name(qw_hold_of(&w)), "lt_bw");
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_LT_BW);
+    CHECK_NEAR(b.hi, 100e6 / 8, 1e-6);
+    CHECK_STR(qw_bound_name(b.by), "lt_bw");
+    /* a gain cycle: 6 rounds at gain 1, then a probe and a drain */
+    for (int i = before; i < ns; i++)
+        s[i].bbr_cruising = (i - before) % 20 < 15;
+    pr = feed_all(&p, 20);
+    CHECK(w.lt_bw == 0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by != QW_BOUND_LT_BW);
+    CHECK(b.hi <= 95e6 / 8 + 1e-6 || b.hi <= b.steady);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -251,5 +288,6 @@ int main(void)
     test_levels_span_the_rates_seen();
     test_bbr_estimate_caps_and_short_window();
     test_growing_cwnd_lifts_the_upper_side();
+    test_bbr_long_term_bandwidth_reopens_the_upper_side();
     return check_done();
 }
