@@ -33,9 +33,8 @@ typedef struct {
     uint32_t last_retrans;  /* its summed total_retrans */
     int overshoot[QP_MAX_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
     int open, have_last;
-    uint32_t peak_rtt_us;   /* largest smoothed RTT before the window opened, as measure.c
-                               keeps it */
-    uint64_t ss_bdp_bytes;      /* slow-start's least bound on the BDP, as measure.c keeps it */
+    qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
+                               measure.c keeps it */
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
     int verbose;            /* -v: trace every slice on stderr */
@@ -101,13 +100,11 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
             overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
             q->overshoot_recovery |= overshoot[i];
         }
-        if (!json_is_object(bbr))
-            q->bbr_cruising = 0;
+        q->bbr_cruising &= json_is_object(bbr) && qw_bbr_cruising(pg, cg);
         if (json_is_object(bbr)) {
             static const int rank[] = { 0, 2, 3, 1, 4 };    /* none startup drain bw rtt */
 
             q->bw_bps += (uint64_t)num(bbr, "bw_bps");
-            q->bbr_cruising &= qw_bbr_cruising(pg, cg);
             if (rank[m] > rank[q->bbr_mode])
                 q->bbr_mode = m;
         }
@@ -142,18 +139,6 @@ static void feed(replay *r)
     fputc('\n', stderr);
 }
 
-/* Before the window opens: keep the buffer's and the capacity's witnesses as measure.c's
- * check_ss_end does (the largest smoothed RTT, slow-start's least bound on the BDP). */
-static void witness(replay *r)
-{
-    uint64_t bdp = qw_slow_start_bdp(&r->last);
-
-    if (r->last.rtt_us > r->peak_rtt_us)
-        r->peak_rtt_us = r->last.rtt_us;
-    if (bdp && (r->ss_bdp_bytes == 0 || bdp < r->ss_bdp_bytes))
-        r->ss_bdp_bytes = bdp;
-}
-
 /* Open the window at the slow_start_end event ev (measure.c's check_ss_end). */
 static void open_window(replay *r, const json_t *ev)
 {
@@ -166,8 +151,8 @@ static void open_window(replay *r, const json_t *ev)
         exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
     r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
-    qw_seen_rtt(&r->w, r->peak_rtt_us);
-    qw_seen_cwnd(&r->w, r->ss_bdp_bytes);
+    qw_seen_rtt(&r->w, r->ss_seen.peak_rtt_us);
+    qw_seen_bdp(&r->w, r->ss_seen.bdp_bytes);
     r->open = 1;
     feed(r);
 }
@@ -226,7 +211,7 @@ static int replay_file(const char *path, replay *r)
             if (r->open)
                 feed(r);
             else
-                witness(r);
+                qw_ss_see(&r->ss_seen, &r->last);
         } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {
             open_window(r, ev);
         } else if (strcmp(kind, "result") == 0) {

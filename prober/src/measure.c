@@ -206,19 +206,15 @@ static void check_ss_end(qp_run *r, const out_agg *a)
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
                     .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
                     .deadline_rtts = QP_DEADLINE_RTTS };
-    uint64_t exit_cwnd = 0, bdp;
+    uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
     qw_sample q;
 
-    /* the quick window's witnesses of the buffer and the capacity (qw_seen_rtt,
-     * qw_seen_cwnd); a full run has no window */
+    /* the quick window's witnesses of the buffer and the capacity (qw_ss_see); a full run
+     * has no window */
     if (!r->quick_open && r->o->mode != MODE_FULL) {
         window_sample(r, a->t, &q);
-        if (q.rtt_us > r->peak_rtt_us)
-            r->peak_rtt_us = q.rtt_us;
-        bdp = qw_slow_start_bdp(&q);
-        if (bdp && (r->ss_bdp_bytes == 0 || bdp < r->ss_bdp_bytes))
-            r->ss_bdp_bytes = bdp;
+        qw_ss_see(&r->ss_seen, &q);
     }
     if (r->out.ss_ended)
         return;
@@ -245,8 +241,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
     p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
-    qw_seen_rtt(&r->qw, r->peak_rtt_us);
-    qw_seen_cwnd(&r->qw, r->ss_bdp_bytes);
+    qw_seen_rtt(&r->qw, r->ss_seen.peak_rtt_us);
+    qw_seen_bdp(&r->qw, r->ss_seen.bdp_bytes);
     r->quick_open = 1;
     out_phase("measuring", a->t);
 }

@@ -113,9 +113,20 @@ uint64_t qw_slow_start_bdp(const qw_sample *s)
 }
 
 /* Record slow-start's bound on the BDP (see quickwin.h). */
-void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes)
+void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes)
 {
-    w->seen_cwnd_bytes = cwnd_bytes;
+    w->ss_bdp_bytes = bdp_bytes;
+}
+
+/* Keep the largest smoothed RTT and the least BDP bound of the samples before the window. */
+void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
+{
+    uint64_t bdp = qw_slow_start_bdp(s);
+
+    if (s->rtt_us > seen->peak_rtt_us)
+        seen->peak_rtt_us = s->rtt_us;
+    if (bdp && (seen->bdp_bytes == 0 || bdp < seen->bdp_bytes))
+        seen->bdp_bytes = bdp;
 }
 
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */

@@ -206,7 +206,7 @@ typedef struct {
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */
-    uint64_t seen_cwnd_bytes;   /* slow-start's least bound on the BDP, bytes (qw_seen_cwnd),
+    uint64_t ss_bdp_bytes;      /* slow-start's least bound on the BDP, bytes (qw_seen_bdp),
                                    0 none */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
                                    QW_BUSY_QUEUE BDP was seen with, in congestion avoidance
@@ -265,7 +265,16 @@ uint64_t qw_slow_start_bdp(const qw_sample *s);
 
 /* Tell a window just opened the least of qw_slow_start_bdp's bounds over the samples before
  * it (0: none showed a queue): the capacity is below it over the min RTT. */
-void qw_seen_cwnd(qw_window *w, uint64_t cwnd_bytes);
+void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes);
+
+/* What the samples before the window opened witnessed, for qw_seen_rtt and qw_seen_bdp. */
+typedef struct {
+    uint32_t peak_rtt_us;   /* the largest smoothed RTT (slow-start's overshoot) */
+    uint64_t bdp_bytes;     /* the least of qw_slow_start_bdp's bounds, 0 none */
+} qw_ss_seen;
+
+/* Add sample s, taken before the window opened, to what slow-start witnessed. */
+void qw_ss_see(qw_ss_seen *seen, const qw_sample *s);
 
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the
  * estimate of what it measured up to its last slice. */

@@ -23,7 +23,7 @@
  * - growing (Reno, CUBIC): cwnd still grew with no standing queue and no cut from the
  *   buffer's top: the link's capacity was not reached, so the capacity seen bounds nothing;
  *   the rate may rise as cwnd's growth law (Reno: a packet a round; CUBIC: RFC 9438's cubic
- *   from the latest cut) takes it, up to a capacity a queue proved (qw_growth_ceiling);
+ *   from the latest cut) takes it, up to a capacity a queue proved (growth_ceiling);
  * - capacity: no side is above the largest rate the counted time's quarters ran at (unless
  *   growing).
  * The widest side names its evidence (quick_bound_by). The terms map a steady rate r to the
@@ -245,24 +245,25 @@ static double capacity_ceiling(const qw_window *w, double min_rtt)
 
     if (w->queue_cwnd_bytes > 0)
         c = (double)w->queue_cwnd_bytes / min_rtt;
-    if (w->seen_cwnd_bytes > 0)
-        c = fmin(c, (double)w->seen_cwnd_bytes / min_rtt);
+    if (w->ss_bdp_bytes > 0)
+        c = fmin(c, (double)w->ss_bdp_bytes / min_rtt);
     return c;
 }
 
 /* cwnd's growth (bytes, summed over the streams) dt seconds after the window's end with no
  * loss: Reno one MSS a round a stream (a round lasts min RTT at least); CUBIC (RFC 9438)
- * C x (t - K)^3 MSS from its epoch, t - K at most since seconds after the latest cut (the
- * window's opening), plus a round for its target's look-ahead, or Reno's if more. */
+ * C x (t - K)^3 MSS from its epoch, with t - K at the window's end at most since, the seconds
+ * since the latest cut (or the window's opening), plus a round for its target's look-ahead,
+ * or Reno's if more. */
 static double cwnd_growth(const qw_window *w, double since, double dt, double min_rtt)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448;
     int streams = w->p.streams > 1 ? w->p.streams : 1;
-    double reno = streams * mss * dt / min_rtt, d = since;
+    double reno = streams * mss * dt / min_rtt;
 
     if (w->p.beta <= 0.6)
         return reno;
-    return fmax(reno, streams * mss * CUBIC_C * (pow(d + dt + min_rtt, 3) - pow(d, 3)));
+    return fmax(reno, streams * mss * CUBIC_C * (pow(since + dt + min_rtt, 3) - pow(since, 3)));
 }
 
 /* The largest rate (bytes/s) the loss events seen allow: k events not at the top of a buffer

@@ -37,7 +37,7 @@ double qw_packets_measured(const qw_window *w);
  * QW_HOLD_NONE. */
 qw_hold qw_loss_floor_hold(const qw_window *w);
 /* 1 if a loss-based cc's cwnd still grows towards a capacity the window has not seen
- * (qw_growth_ceiling applies). */
+ * (qwbound.c's growth_ceiling applies). */
 int qw_growing(const qw_window *w);
 
 /* qwloss.c */

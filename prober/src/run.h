@@ -110,10 +110,8 @@ typedef struct {
     qp_point *ring;                 /* last 500 ms of aggregate acked bytes */
     int ring_cap, ring_len, ring_head;
     int quick_open, quick_closed;
-    uint32_t peak_rtt_us;           /* largest smoothed RTT over the streams before the
-                                       quick window opened (qw_seen_rtt) */
-    uint64_t ss_bdp_bytes;          /* slow-start's least bound on the BDP before then
-                                       (qw_slow_start_bdp, qw_seen_cwnd) */
+    qw_ss_seen ss_seen;             /* what the samples before the quick window opened
+                                       witnessed (qw_ss_see) */
     qw_window qw;                   /* the converging quick window (quickwin.h) */
     double next_interval_t, interval_t0;
     qp_outcome out;

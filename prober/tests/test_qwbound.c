@@ -34,7 +34,7 @@ static qw_prediction feed_from(const qw_params *p, double full_s, int exit_pkts,
 {
     qw_open(&w, p, 0.0, (uint64_t)exit_pkts * MSS, 0);
     qw_seen_rtt(&w, seen_rtt_us);
-    qw_seen_cwnd(&w, (uint64_t)bdp_pkts * MSS);
+    qw_seen_bdp(&w, (uint64_t)bdp_pkts * MSS);
     for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
         ;
     qw_stop(&w);
