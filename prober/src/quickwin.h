@@ -3,9 +3,11 @@
  * After slow-start ends the window opens; it starts measuring at the first sample that is
  * not in a loss recovery and (BBR) not in DRAIN or PROBE_RTT. It cuts the measurement
  * into RTT-aligned slices, groups the slices into batches that each hold whole cycles of
- * what the congestion control does in steady state, and stops when the 95 % confidence
- * interval of the mean rate (batch means, ratio estimator, Student t) is within the
- * tolerance, the window spans at least min_s, and nothing says the rate is still moving.
+ * what the congestion control does in steady state, and stops at the first of its planned
+ * checks (after min_s of measuring, then every quarter of min_s, the deadline last) where
+ * the confidence interval of the mean rate (batch means, ratio estimator, Student t, at a
+ * level that sums to 95 % over the plan) is within the tolerance and nothing says the rate
+ * is still moving.
  * It never reads a clock or a socket: prober/tests/test_quickwin.c feeds it series. */
 #ifndef QP_QUICKWIN_H
 #define QP_QUICKWIN_H
@@ -175,6 +177,11 @@ typedef struct {
     double plan_t;              /* the answer as planned when measuring began (deadline_rtts
                                    rounds after opening, at least min_s of measuring); the
                                    drain as it stands at each sample may bring it forward */
+    double next_check_t;        /* the next planned check (plan_checks() in quickwin.c) */
+    double check_step_s;        /* ... and the time between checks */
+    double check_alpha;         /* the statistics term's level at a check before the deadline */
+    double due_alpha;           /* ... at the deadline */
+    double ci_alpha;            /* ... for the estimate being computed */
     int started;
     uint64_t start_delivered;   /* delivered when measuring began */
     double began_t;             /* ... and when (start_t moves on when a head is dropped) */
@@ -369,8 +376,11 @@ const char *qw_basis_name(qw_basis b);
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
 double qw_t95(int dof);
 
-/* Ratio estimator over n batches (bytes, seconds): rate in bytes/s and the 95 %
- * half-width as a fraction of it (-1 when n < 2 or the rate is 0). */
-double qw_batch_ci(const double *bytes, const double *secs, int n, double *ci_frac);
+/* Two-sided Student t quantile: the t with P(|T| > t) = alpha for dof degrees of freedom. */
+double qw_t_quantile(int dof, double alpha);
+
+/* Ratio estimator over n batches (bytes, seconds): rate in bytes/s and the two-sided
+ * 1 - alpha half-width as a fraction of it (-1 when n < 2 or the rate is 0). */
+double qw_batch_ci(const double *bytes, const double *secs, int n, double alpha, double *ci_frac);
 
 #endif
