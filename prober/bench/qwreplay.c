@@ -15,7 +15,8 @@
  * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
  * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -v also prints, on
  * stderr, each slice the window closes: the estimate then, what held it open, and the answer
- * and interval it would give if its deadline fell there. */
+ * and interval it would give if its deadline fell there; the lines of its planned checks
+ * (where it may stop: quickwin.c's plan_checks) begin with C. */
 #include "opts.h"
 #include "quickwin.h"
 
@@ -116,6 +117,7 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
 static void feed(replay *r)
 {
     int n = r->w.n;
+    double next_check = r->w.next_check_t;
     const qw_estimate *e = qw_result(&r->w);
     const char *hold;
 
@@ -125,9 +127,11 @@ static void feed(replay *r)
     hold = qw_hold_name(qw_hold_of(&r->w));
     {
         qw_answer a = qw_answer_of(&r->w, r->time_s);
+        /* a planned check moves the plan on; the deadline, the last, closes the window */
+        int check = r->w.next_check_t != next_check || r->w.state != QW_OPEN;
 
-        fprintf(stderr, "  t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d"
-                "  answer %9.3f [%9.3f, %9.3f] %-11s %s", r->last.t_s, r->w.n, r->w.first,
+        fprintf(stderr, "%s t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d"
+                "  answer %9.3f [%9.3f, %9.3f] %-11s %s", check ? "C" : " ", r->last.t_s, r->w.n, r->w.first,
                 e->rate_bps / 1e6, e->ci_frac * 100, e->batches, a.rate_bps / 1e6, a.lo_bps / 1e6,
                 a.hi_bps / 1e6, qw_bound_name(a.by) ? qw_bound_name(a.by) : "-",
                 hold ? hold : "converged");

@@ -167,6 +167,15 @@ static double peak_top(const qw_window *w, double bdp_bytes)
     return 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
 }
 
+/* The loss-event rate per packet that the window's random events (w->random_events) in the
+ * packets since measuring began leave open at 95 % (Poisson); 1 before a packet. */
+static double random_loss_rate(const qw_window *w)
+{
+    double packets = qw_packets_measured(w);
+
+    return packets >= 1 ? fmin(1.0, poisson_upper95(w->random_events) / packets) : 1.0;
+}
+
 /* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
  * set it (*by; the rate itself when nothing lowers it):
  * - a cut from cwnd's peak (peak_top: the peaks cuts came at, else the deepest queue seen)
@@ -192,7 +201,7 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
         return rate;
     top = peak_top(w, cap * min_rtt);
     if (packets >= 1 && rtt > 0) {
-        double p = fmin(1.0, poisson_upper95(w->random_events) / packets);
+        double p = random_loss_rate(w);
         double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, rtt);
         double top_p = streams * peak * mss / (cap * min_rtt);
 
@@ -309,6 +318,36 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
     return (rate * done + sum) / pr->rest_s;
 }
 
+/* The random-loss floor (floor_rate, the long run at loss-event rate p) as the steady rate
+ * over the run from the window's start (pr->rest_s): the counted part at the rate measured,
+ * then cwnd's descent to the floor. At p per packet each loss cuts one stream's cwnd by
+ * beta, so the streams' summed cwnd falls at p x (1 - beta) / streams of itself per packet
+ * sent, from where it is (w->slice_cwnd0); the rate stays at the measured one while cwnd
+ * holds more than it in flight, then is cwnd / min RTT, until cwnd is the floor's. Growth
+ * between cuts is left out, so the descent is no slower than TCP's. Reaching the long run
+ * takes several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer,
+ * one a 1.3 s at the link's rate, and about 10 s from 2 BDP of cwnd to the floor's 0.4. */
+static double loss_descent(const qw_window *w, const qw_prediction *pr, double floor_rate,
+                           double p)
+{
+    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, rate = w->est.rate_bps / 8.0;
+    double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
+    double win = (double)w->slice_cwnd0, sum = 0, dt;
+    int streams = w->p.streams > 1 ? w->p.streams : 1, steps = 256;
+
+    if (w->n == 0 || min_rtt <= 0 || p <= 0 || to_go <= 0 || floor_rate >= rate)
+        return floor_rate;
+    dt = to_go / steps;
+    for (int k = 0; k < steps; k++) {
+        double r = fmax(floor_rate, fmin(rate, win / min_rtt));
+
+        sum += r * dt;
+        win *= exp(-p * r / mss * (1.0 - w->p.beta) / streams * dt);
+    }
+    return fmin(rate, (rate * done + sum) / pr->rest_s);
+}
+
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
 static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 {
@@ -351,6 +390,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
          w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE))
         widen(&b, qlo, qhi, QW_BOUND_LEVELS);
     floor_rate = qw_loss_floor(w, cap, &by);
+    if (by == QW_BOUND_RANDOM_LOSS)
+        floor_rate = loss_descent(w, pr, floor_rate, random_loss_rate(w));
     if (floor_rate < b.steady)
         widen(&b, floor_rate, b.steady, by);
     /* the upper side: never above the capacity seen (unless cwnd still grows towards a

@@ -10,6 +10,7 @@
 static qw_sample s[1000];
 static int ns;
 static qw_window w;
+static int cwnd_pkts = 100;    /* run_at's cwnd */
 
 /* Append samples every 20 ms for secs at rate_bps, smoothed RTT rtt_us over a min RTT of
  * min_rtt_us, BBR mode m with bandwidth estimate bw_bps (0: none). */
@@ -20,7 +21,7 @@ static void run_at(double secs, double rate_bps, uint32_t rtt_us, uint32_t min_r
         const qw_sample *prev = ns ? &s[ns - 1] : NULL;
 
         s[ns] = (qw_sample){ .t_s = prev ? prev->t_s + 0.02 : 0.02, .rtt_us = rtt_us,
-                             .min_rtt_us = min_rtt_us, .cwnd_bytes = 100 * MSS, .mss_bytes = MSS,
+                             .min_rtt_us = min_rtt_us, .cwnd_bytes = (uint64_t)cwnd_pkts * MSS, .mss_bytes = MSS,
                              .bbr_mode = m, .bw_bps = bw_bps };
         s[ns].delivered_bytes = (prev ? prev->delivered_bytes : 0) + (uint64_t)(rate_bps / 8 * 0.02);
     }
@@ -76,9 +77,10 @@ static void test_random_loss_floor_from_packets_seen(void)
     qw_prediction pr;
     qw_bounds b;
     qw_bound_by by;
-    double n, peak, cap = 100e6 / 8, top, want;
+    double n, peak, cap = 100e6 / 8, top, want, done, lo;
 
     ns = 0;
+    cwnd_pkts = 80;
     run_at(3.0, 100e6, 50000, 50000, QW_BBR_NONE, 0);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_GAVE_UP);
@@ -91,10 +93,15 @@ static void test_random_loss_floor_from_packets_seen(void)
     CHECK(by == QW_BOUND_RANDOM_LOSS);
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_RANDOM_LOSS);
-    CHECK_NEAR(b.lo, want, want * 1e-9);
+    /* cwnd (80 packets) is already below the floor's average window: the rest of the run
+     * at the floor, the counted part at the rate measured */
+    CHECK(80.0 * MSS / 0.05 < want);
+    done = w.s[w.n - 1].t1 - qw_start_t(&w);
+    lo = (b.steady * done + want * (pr.rest_s - done)) / pr.rest_s;
+    CHECK_NEAR(b.lo, lo, lo * 1e-9);
     /* the floor mapped to the figure, and the run's end in quadrature with it */
     CHECK_NEAR(b.lo_bps,
-               pr.rate_bps - hypot((b.steady - want) * 8 * pr.steady_share, pr.end_frac * pr.rate_bps),
+               pr.rate_bps - hypot((b.steady - lo) * 8 * pr.steady_share, pr.end_frac * pr.rate_bps),
                1e-3);
     /* the steady rate never above the capacity seen (a flat rate: the estimate itself); the
      * figure's upper side is then the run's end alone: one smoothed RTT of the rate over the
@@ -107,6 +114,50 @@ static void test_random_loss_floor_from_packets_seen(void)
     p.streams = 8;
     pr = feed_all(&p, 20);
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), qw_sawtooth_share(0.7, fmin(1.0, 8 * top)) * cap, cap * 1e-9);
+    cwnd_pkts = 100;
+}
+
+/* CUBIC at 95 Mbit/s x 40 ms with 1448-byte segments and a one-BDP queue (cwnd 2 BDP, 656
+ * packets), no loss in 4 s: the 32,800 packets leave loss-event rates up to 3 / n open, at
+ * which CUBIC's long run is half the link. But each loss cuts cwnd by 0.7 only, and they
+ * come at p per packet: cwnd falls as exp(-p (1 - beta) x packets sent) (at the link's rate
+ * while above the BDP, 3 s, then at cwnd / min RTT), which takes 7 s to reach the floor's
+ * window, not none. The lower end is the counted part, the descent, then the floor. */
+static void test_random_loss_floor_reached_by_descent(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .beta = 0.7, .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+    qw_bound_by by;
+    double cap, floor_rate, rate, loss, w0, w_bdp, w_floor, bytes, t1, t2, done, to_go, lo;
+
+    ns = 0;
+    cwnd_pkts = 656;
+    run_at(4.0, 95e6, 80000, 40000, QW_BBR_NONE, 0);
+    pr = feed_from(&p, 20, 656, 0, 80000);
+    cwnd_pkts = 100;
+    cap = qw_capacity_seen(&w);
+    floor_rate = qw_loss_floor(&w, cap, &by);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    rate = w.est.rate_bps / 8;
+    CHECK(floor_rate > 0.45 * rate && floor_rate < 0.55 * rate);
+    loss = 3.0 / ((double)(w.delivered_bytes - w.start_delivered) / MSS);
+    w0 = 656.0 * MSS;
+    w_bdp = rate * 0.04;
+    w_floor = floor_rate * 0.04;
+    /* bytes and seconds from cwnd w0 to w_floor, the link full down to w_bdp */
+    bytes = MSS * log(w0 / w_floor) / (loss * 0.3);
+    t1 = MSS * log(w0 / w_bdp) / (loss * 0.3 * rate);
+    t2 = 0.04 / w_bdp * MSS / (loss * 0.3) * (w_bdp / w_floor - 1);
+    done = w.s[w.n - 1].t1 - qw_start_t(&w);
+    to_go = pr.rest_s - done;
+    CHECK(t1 > 3 && t1 + t2 > 7 && t1 + t2 < to_go);
+    lo = (rate * done + bytes + floor_rate * (to_go - t1 - t2)) / pr.rest_s;
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_RANDOM_LOSS);
+    CHECK_NEAR(b.lo, lo, lo * 0.01);
+    CHECK(b.lo > 0.65 * rate);
 }
 
 /* Reno at 10 Mbit/s x 10 ms (a window of 9 packets, which random loss the packets of 2 s
@@ -284,6 +335,7 @@ int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
     test_random_loss_floor_from_packets_seen();
+    test_random_loss_floor_reached_by_descent();
     test_incomplete_sawtooth_floor();
     test_levels_span_the_rates_seen();
     test_bbr_estimate_caps_and_short_window();
