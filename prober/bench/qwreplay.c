@@ -176,7 +176,7 @@ static void start(replay *r, const json_t *ev)
                         .max_s = num(params, "quick_max_ms") / 1000.0,
                         .sample_s = num(params, "sample_ms") / 1000.0,
                         .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams,
-                        .deadline_rtts = g_set.deadline_rtts };
+                        .deadline_rtts = g_set.deadline_rtts, .full_s = r->time_s };
     r->until_converged = json_is_true(json_object_get(params, "until_converged")) || g_set.until_converged;
     if (g_set.tolerance_pct > 0)
         r->p.tolerance = g_set.tolerance_pct / 100.0;

@@ -205,7 +205,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
                     .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
-                    .deadline_rtts = QP_DEADLINE_RTTS };
+                    .deadline_rtts = QP_DEADLINE_RTTS, .full_s = r->o->time_s };
     uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
     qw_sample q;

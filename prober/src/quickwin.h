@@ -36,6 +36,8 @@ typedef struct {
     double base_rtt_s;      /* the path's min RTT when slow-start ended (0: not known) */
     double beta;            /* loss-based cc's multiplicative decrease (CUBIC 0.7, Reno 0.5) */
     int streams;            /* parallel streams the samples sum over */
+    double full_s;          /* the run's length (-t) that the answer predicts (0: not known;
+                               the random-loss hold then takes the long run alone) */
 } qw_params;
 
 #define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min

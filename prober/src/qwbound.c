@@ -214,20 +214,6 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     return floor_rate < rate ? floor_rate : rate;
 }
 
-/* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
- * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
- * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
- * window that stopped before it rose would report an interval wider than the tolerance. */
-qw_hold qw_loss_floor_hold(const qw_window *w)
-{
-    qw_bound_by by;
-    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
-
-    if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
-        return QW_HOLD_NONE;
-    return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
-}
-
 /* 1 if the window's evidence leaves the link's capacity above its rate (qwint.h): a
  * loss-based cc, neither mostly receiver- or send-buffer-limited nor settled into three whole
  * cycles, whose cwnd grew since its latest cut (or since measuring began), with no standing
@@ -346,6 +332,26 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
         win *= exp(-p * r / mss * (1.0 - w->p.beta) / streams * dt);
     }
     return fmin(rate, (rate * done + sum) / pr->rest_s);
+}
+
+/* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
+ * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
+ * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
+ * window that stopped before it rose would report an interval wider than the tolerance. */
+qw_hold qw_loss_floor_hold(const qw_window *w)
+{
+    qw_bound_by by;
+    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
+
+    if (by == QW_BOUND_RANDOM_LOSS && w->p.full_s > 0) {
+        qw_prediction pr = qw_predict(w, w->p.full_s);
+
+        floor_rate = loss_descent(w, &pr, floor_rate, random_loss_rate(w));
+    }
+
+    if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
+        return QW_HOLD_NONE;
+    return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */

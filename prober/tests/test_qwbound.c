@@ -136,7 +136,6 @@ static void test_random_loss_floor_reached_by_descent(void)
     cwnd_pkts = 656;
     run_at(4.0, 95e6, 80000, 40000, QW_BBR_NONE, 0);
     pr = feed_from(&p, 20, 656, 0, 80000);
-    cwnd_pkts = 100;
     cap = qw_capacity_seen(&w);
     floor_rate = qw_loss_floor(&w, cap, &by);
     CHECK(by == QW_BOUND_RANDOM_LOSS);
@@ -158,6 +157,16 @@ static void test_random_loss_floor_reached_by_descent(void)
     CHECK(b.by == QW_BOUND_RANDOM_LOSS);
     CHECK_NEAR(b.lo, lo, lo * 0.01);
     CHECK(b.lo > 0.65 * rate);
+    /* the window's random-loss hold is that term: at a 40 % tolerance the long run alone
+     * (the run's length not known) holds it, the descent over a 20 s run does not */
+    p.tolerance = 0.4;
+    cwnd_pkts = 656;
+    feed_from(&p, 20, 656, 0, 80000);
+    CHECK(w.state == QW_GAVE_UP && qw_hold_of(&w) == QW_HOLD_RANDOM_LOSS);
+    p.full_s = 20;
+    feed_from(&p, 20, 656, 0, 80000);
+    cwnd_pkts = 100;
+    CHECK(w.state == QW_CONVERGED);
 }
 
 /* Reno at 10 Mbit/s x 10 ms (a window of 9 packets, which random loss the packets of 2 s
