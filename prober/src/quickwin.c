@@ -100,7 +100,7 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = w->open_after_loss = after_loss;
     w->est.ci_frac = -1;
-    w->check_alpha = w->due_alpha = w->ci_alpha = QW_ALPHA;
+    w->check_alpha = w->due_alpha = QW_ALPHA;
     w->hold = QW_HOLD_NOT_STARTED;
 }
 
@@ -533,9 +533,10 @@ static int head_differs(const qw_window *w, int upto, const double *bytes, const
     return qw_stretch_differs(w, 0, upto, bytes, secs, nb, r);
 }
 
-/* Recompute the estimate; 1 if it is complete enough to be judged (enough batches).
- * *mid is the first slice of the second half of the batches. */
-static int estimate(qw_window *w, double *half_diff, int *mid)
+/* Recompute the estimate, its interval at level alpha (the planned check's: plan_checks);
+ * 1 if it is complete enough to be judged (enough batches). *mid is the first slice of the
+ * second half of the batches. */
+static int estimate(qw_window *w, double alpha, double *half_diff, int *mid)
 {
     double bytes[QW_MAX_BATCHES], secs[QW_MAX_BATCHES], b1 = 0, s1 = 0, b2 = 0, s2 = 0;
     qw_basis basis = QW_BASIS_NONE;
@@ -548,7 +549,7 @@ static int estimate(qw_window *w, double *half_diff, int *mid)
         nb = -nb;
     if (nb == 0)
         return 0;
-    r = qw_batch_ci(bytes, secs, nb, w->ci_alpha, &ci);
+    r = qw_batch_ci(bytes, secs, nb, alpha, &ci);
     /* the batches hold every whole cycle, so r is the cycles' rate */
     w->tail_above = basis == QW_BASIS_LOSS_CYCLES && qw_tail_above_cycles(w, tail_from, r);
     w->head_differs = head_differs(w, first[0], bytes, secs, nb, r);
@@ -807,7 +808,12 @@ static void plan_checks(qw_window *w)
     w->next_check_t = first;
     w->due_alpha = early > 0 ? QW_ALPHA * QW_DUE_SHARE : QW_ALPHA;
     w->check_alpha = early > 0 ? QW_ALPHA * (1 - QW_DUE_SHARE) / early : QW_ALPHA;
-    w->ci_alpha = w->check_alpha;
+}
+
+/* 1 if the answer is due at t (the deadline, as it stands). */
+static int past_deadline(const qw_window *w, double t)
+{
+    return t >= w->deadline_t - 1e-9;
 }
 
 /* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */
@@ -815,7 +821,7 @@ static int at_check(qw_window *w, double t)
 {
     double slack = w->p.sample_s / 2;   /* a slice closes at a sample: timer jitter */
 
-    if (t >= w->deadline_t - 1e-9)
+    if (past_deadline(w, t))
         return 1;
     if (t < w->next_check_t - slack)
         return 0;
@@ -1089,8 +1095,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         int check = at_check(w, s->t_s);
 
         close_slice(w, s);
-        w->ci_alpha = s->t_s >= w->deadline_t - 1e-9 ? w->due_alpha : w->check_alpha;
-        full = estimate(w, &half_diff, &mid);
+        full = estimate(w, past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
+                        &half_diff, &mid);
         w->bw_rising = bw_rising(w);
         w->hold = converged(w, s, full, half_diff);
         if (w->hold == QW_HOLD_NONE && check) {
@@ -1105,7 +1111,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
      * at its most pessimistic moment (a rate read low over the first slices) */
     update_deadline(w, s);
-    if ((s->t_s >= w->deadline_t - 1e-9 && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
+    if ((past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
         w->n >= QW_MAX_SLICES) {
         /* the deadline is the last check: gates that passed at a slice since the last one
          * (at a stricter level) pass at it */
@@ -1147,10 +1153,9 @@ void qw_stop(qw_window *w)
         return;
     w->state = QW_GAVE_UP;
     w->end_t = w->n ? w->s[w->n - 1].t1 : w->open_t;
-    w->ci_alpha = w->due_alpha;
     if (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_SHORT)
         undo_drops(w);
-    if (w->n && estimate(w, &half_diff, &mid) == 0 && w->est.batches == 0) {
+    if (w->n && estimate(w, w->due_alpha, &half_diff, &mid) == 0 && w->est.batches == 0) {
         /* Too short for batches: the plain mean of what was counted, no interval. */
         double b = 0, t = 0;
 

@@ -183,7 +183,6 @@ typedef struct {
     double check_step_s;        /* ... and the time between checks */
     double check_alpha;         /* the statistics term's level at a check before the deadline */
     double due_alpha;           /* ... at the deadline */
-    double ci_alpha;            /* ... for the estimate being computed */
     int started;
     uint64_t start_delivered;   /* delivered when measuring began */
     double began_t;             /* ... and when (start_t moves on when a head is dropped) */

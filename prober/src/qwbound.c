@@ -62,6 +62,12 @@ static int quarter_rates(const qw_window *w, double *rate)
     return k;
 }
 
+/* The path's min RTT in seconds (the latest slice's smoothed RTT before one was seen). */
+static double min_rtt_s(const qw_window *w)
+{
+    return (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+}
+
 /* Smallest and largest of n rates. */
 static void range_of(const double *rate, int n, double *lo, double *hi)
 {
@@ -190,7 +196,7 @@ static double random_loss_rate(const qw_window *w)
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rtt = w->slice_rtt_us / 1e6;
-    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double min_rtt = min_rtt_s(w);
     double packets = qw_packets_measured(w);
     double rate = w->est.rate_bps / 8.0, top, floor_rate;
     int streams = w->p.streams > 1 ? w->p.streams : 1;
@@ -284,7 +290,7 @@ static double loss_ceiling(const qw_window *w, double min_rtt)
  * when the term does not apply (qw_growing). */
 static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
 {
-    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double min_rtt = min_rtt_s(w);
     double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
     double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap, lossy;
     /* with several streams each has its own latest cut: the window's opening bounds them all */
@@ -304,11 +310,11 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
     return (rate * done + sum) / pr->rest_s;
 }
 
-/* The random-loss floor (floor_rate, the long run at loss-event rate p) as the steady rate
- * over the run from the window's start (pr->rest_s): the counted part at the rate measured,
- * then cwnd's descent to the floor. At p per packet each loss cuts one stream's cwnd by
- * beta, so the streams' summed cwnd falls at p x (1 - beta) / streams of itself per packet
- * sent, from where it is (w->slice_cwnd0); the rate stays at the measured one while cwnd
+/* The random-loss floor (floor_rate, the long run at the loss-event rate p that
+ * random_loss_rate leaves open) as the steady rate over the run from the window's start
+ * (pr->rest_s): the counted part at the rate measured, then cwnd's descent to the floor.
+ * At p per packet each loss cuts one stream's cwnd by beta, so the streams' summed cwnd
+ * falls at p x (1 - beta) / streams of itself per packet sent, from where it is (w->slice_cwnd0); the rate stays at the measured one while cwnd
  * holds more than it in flight, then is cwnd / min RTT, until cwnd is the floor's. Growth
  * between cuts is left out, so the descent is no slower than TCP's. Reaching the long run
  * takes several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer,
@@ -318,13 +324,13 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
  * be part-way down already, and p counts only the losses judged random (one at a queue near
  * the deepest counts as the buffer's): on held-out lossy paths (0.2 % at 180 ms) the
  * descent from that p read the lower end above the 20 s figure. The long run alone then. */
-static double loss_descent(const qw_window *w, const qw_prediction *pr, double floor_rate,
-                           double p)
+static double loss_descent(const qw_window *w, const qw_prediction *pr, double floor_rate)
 {
-    double min_rtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+    double min_rtt = min_rtt_s(w);
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rate = w->est.rate_bps / 8.0;
     double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
     double win = (double)w->slice_cwnd0, sum = 0, dt;
+    double p = random_loss_rate(w);
     int streams = w->p.streams > 1 ? w->p.streams : 1, steps = 256;
 
     if (w->random_events > 0 || w->n == 0 || min_rtt <= 0 || p <= 0 || to_go <= 0 ||
@@ -340,6 +346,16 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
     return fmin(rate, (rate * done + sum) / pr->rest_s);
 }
 
+/* qw_loss_floor over the run that pr predicts (NULL: the long run alone): the random-loss
+ * floor reached by its descent (loss_descent); *by as qw_loss_floor sets it. */
+static double run_loss_floor(const qw_window *w, double cap, const qw_prediction *pr,
+                             qw_bound_by *by)
+{
+    double floor_rate = qw_loss_floor(w, cap, by);
+
+    return *by == QW_BOUND_RANDOM_LOSS && pr ? loss_descent(w, pr, floor_rate) : floor_rate;
+}
+
 /* Loss-based cc: what holds the window while the lowest rate its evidence allows (an
  * incomplete sawtooth, random loss not yet ruled out: qw_loss_floor) is further below its
  * estimate than the tolerance: the answer's interval (qw_bound) carries that floor, so a
@@ -347,13 +363,12 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
 qw_hold qw_loss_floor_hold(const qw_window *w)
 {
     qw_bound_by by;
-    double rate = w->est.rate_bps / 8.0, floor_rate = qw_loss_floor(w, qw_capacity_seen(w), &by);
+    qw_prediction pr = { 0 };
+    double rate = w->est.rate_bps / 8.0, floor_rate;
 
-    if (by == QW_BOUND_RANDOM_LOSS && w->p.full_s > 0) {
-        qw_prediction pr = qw_predict(w, w->p.full_s);
-
-        floor_rate = loss_descent(w, &pr, floor_rate, random_loss_rate(w));
-    }
+    if (w->p.full_s > 0)
+        pr = qw_predict(w, w->p.full_s);
+    floor_rate = run_loss_floor(w, qw_capacity_seen(w), w->p.full_s > 0 ? &pr : NULL, &by);
 
     if (rate <= 0 || rate - floor_rate <= w->p.tolerance * rate)
         return QW_HOLD_NONE;
@@ -401,9 +416,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         (w->varying || w->drops > 0 || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
          w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE))
         widen(&b, qlo, qhi, QW_BOUND_LEVELS);
-    floor_rate = qw_loss_floor(w, cap, &by);
-    if (by == QW_BOUND_RANDOM_LOSS)
-        floor_rate = loss_descent(w, pr, floor_rate, random_loss_rate(w));
+    floor_rate = run_loss_floor(w, cap, pr, &by);
     if (floor_rate < b.steady)
         widen(&b, floor_rate, b.steady, by);
     /* the upper side: never above the capacity seen (unless cwnd still grows towards a
