@@ -4,6 +4,7 @@ delay line only delaying. Checked as the delay line's own bottleneck is: rate, R
 import re
 import socket
 import struct
+import time
 
 import pytest
 
@@ -16,6 +17,29 @@ def qdisc_drops(lab) -> int:
     counts = [int(n) for n in re.findall(r"dropped (\d+)", lab.kernel_bottleneck_stats())]
     assert counts, lab.kernel_bottleneck_stats()
     return max(counts)
+
+
+def retransmitted_segments(lab) -> int:
+    """TCP segments the near (sending) namespace has sent again, every connection's (the
+    kernel's Tcp RetransSegs; the namespace is the lab's own, so it counts only this test)."""
+    snmp = lab.run(["cat", "/proc/net/snmp"], capture_output=True, text=True, timeout=5).stdout
+    head, values = [line.split() for line in snmp.splitlines() if line.startswith("Tcp:")][:2]
+    return int(values[head.index("RetransSegs")])
+
+
+def settled_drops_and_retransmits(lab, timeout=3.0) -> tuple[int, int]:
+    """The qdisc's drops and the sender's retransmits once both stopped moving: the kernel
+    repairs a drop of the run's last round after iperf3 has read its last interval."""
+    deadline = time.monotonic() + timeout
+    last = (qdisc_drops(lab), retransmitted_segments(lab))
+    while time.monotonic() < deadline:
+        # longer than a tail loss's probe or minimum RTO (200 ms) on this 20 ms path
+        time.sleep(0.5)
+        now = (qdisc_drops(lab), retransmitted_segments(lab))
+        if now == last:
+            break
+        last = now
+    return last
 
 
 def test_kernel_bottleneck_bad_input_says_what_is_allowed():
@@ -64,13 +88,14 @@ def test_kernel_bottleneck_bulk_goodput_matches_rate(make_lab, bottleneck):
     (lab, j, full), stalled = judged_on_a_run_the_host_did_not_stall(3, run)
     goodput = j["end"]["sum_received"]["bits_per_second"]
     assert abs(goodput - full) / full <= 0.02, (goodput, stalled)
-    drops = qdisc_drops(lab)
+    drops, retransmits = settled_drops_and_retransmits(lab)
     assert drops > 0
-    # Every drop is a segment the sender had to send again (SACK repairs each once), the
-    # omitted first second's included; the control connection's few segments (TEST_END
-    # can meet a full queue) are not in the data streams' count.
-    retransmits = sum(iv["sum"]["retransmits"] for iv in j["intervals"])
-    assert retransmits >= drops - 2, (retransmits, drops)
+    # Every drop is a segment the sender had to send again (SACK repairs each once). Counted
+    # by the kernel over the whole namespace, not from iperf3's intervals: a drop in the
+    # run's last round is repaired after iperf3 read its last interval (one CI run counted
+    # 81 interval retransmits against 85 drops). A pure ACK the control connection sends
+    # may be dropped and is never sent again, hence the slack of 2.
+    assert retransmits >= drops - 2, (retransmits, drops, sum(iv["sum"]["retransmits"] for iv in j["intervals"]))
     fwd = lab.stats()["fwd"]
     assert fwd["rx_bytes"] > rate / 8 * 3
     assert fwd["drop_queue_packets"] == 0 and fwd["drop_loss_packets"] == 0, fwd
