@@ -182,6 +182,25 @@ static double random_loss_rate(const qw_window *w)
     return packets >= 1 ? fmin(1.0, poisson_upper95(w->random_events) / packets) : 1.0;
 }
 
+/* 1 if the window's cuts left the link full although some were random (w->random_events):
+ * after every cut (each peak less one stream's share of beta's cut) the summed cwnd still
+ * held a BDP of cap, so the rate measured is cap at any loss rate that let cwnd stay there,
+ * and the cycles show nothing of where random loss takes cwnd. On a lossy path (0.1 % at
+ * 60 ms, 1-BDP buffer) such cycles are slow-start's cwnd coming down cut by cut (peaks of
+ * 1735, 1682, 1360 and 1109 kB over a 745 kB BDP), at the link's rate for 4 s of a 20 s run
+ * that ends at 65 % of it. Cuts at the buffer's top alone are the sawtooth's own. */
+static int cuts_kept_link_full(const qw_window *w, double cap, double min_rtt)
+{
+    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    double low = INFINITY;
+
+    if (w->random_events == 0 || w->npeaks == 0)
+        return 0;
+    for (int i = 0; i < w->npeaks; i++)
+        low = fmin(low, (double)w->peak[i]);
+    return low * (1.0 - (1.0 - w->p.beta) / streams) >= cap * min_rtt;
+}
+
 /* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
  * set it (*by; the rate itself when nothing lowers it):
  * - a cut from cwnd's peak (peak_top: the peaks cuts came at, else the deepest queue seen)
@@ -191,8 +210,9 @@ static double random_loss_rate(const qw_window *w)
  *   poisson_upper95(k) / n at 95 %, and at that rate each stream's
  *   window averages qw_loss_window_pkts and peaks at 2 / (1 + beta) x that, which may be
  *   below the buffer's top.
- * Neither when the window holds three whole cycles (they hold whatever the loss process
- * is) or the stream was mostly receiver- or send-buffer-limited. */
+ * Neither when the stream was mostly receiver- or send-buffer-limited, nor when the window
+ * holds three whole cycles (they hold whatever the loss process is) unless their cuts kept
+ * the link full (cuts_kept_link_full: then they hold only the link's rate). */
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rtt = w->slice_rtt_us / 1e6;
@@ -202,8 +222,10 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     int streams = w->p.streams > 1 ? w->p.streams : 1;
 
     *by = QW_BOUND_SAWTOOTH;
-    if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || min_rtt <= 0 || rate <= 0 ||
-        (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3) || mostly_limited(w))
+    if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || min_rtt <= 0 || rate <= 0 || mostly_limited(w))
+        return rate;
+    if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 &&
+        !cuts_kept_link_full(w, cap, min_rtt))
         return rate;
     top = peak_top(w, cap * min_rtt);
     if (packets >= 1 && rtt > 0) {

@@ -340,6 +340,57 @@ static void test_bbr_long_term_bandwidth_reopens_the_upper_side(void)
     CHECK(b.hi <= 95e6 / 8 + 1e-6 || b.hi <= b.steady);
 }
 
+/* CUBIC at 100 Mbit/s x 60 ms (8948-byte segments, a one-BDP buffer of 745 kB) whose
+ * window holds three whole loss cycles at 98 Mbit/s: 4 cuts, all random, from peaks of
+ * 1735, 1682, 1360 and 1109 kB, each leaving more than a BDP (0.7 x 1109 kB): the link
+ * never idled, so the cycles say nothing of where the loss rate takes cwnd, and the
+ * random-loss floor stands (that row's 20 s runs ended at 65 % of the link). The same
+ * cycles with every cut at the buffer's top, or with troughs below a BDP, are the long run. */
+static void test_whole_cycles_that_kept_the_link_full_leave_the_floor(void)
+{
+    const uint64_t peaks[] = { 1735000, 1682000, 1360000, 1109000 };
+    double cap = 100e6 / 8, rate = 98e6 / 8, n = 5000, mean = 0, top, want;
+    qw_bound_by by;
+
+    memset(&w, 0, sizeof w);
+    w.p = (qw_params){ .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                       .beta = 0.7, .streams = 1 };
+    w.mss_bytes = 8948;
+    w.min_rtt_us = 60000;
+    w.slice_rtt_us = 120000;
+    w.delivered_bytes = (uint64_t)(n * 8948);
+    w.est.rate_bps = rate * 8;
+    w.est.basis = QW_BASIS_LOSS_CYCLES;
+    w.est.batches = 3;
+    w.events = w.random_events = 4;
+    w.npeaks = 4;
+    for (int i = 0; i < 4; i++) {
+        w.peak[i] = peaks[i];
+        mean += peaks[i] / 4.0;
+    }
+    /* 4 events in 5000 packets leave 9.15 / 5000 open (Poisson, 95 %) */
+    top = 2.0 / 1.7 * qw_loss_window_pkts(1, 9.15 / n, 0.12) * 8948 / (cap * 0.06);
+    CHECK(top < mean / (cap * 0.06));
+    want = qw_sawtooth_share(0.7, top) * cap;
+    CHECK(want < 0.5 * cap);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    /* every cut at the buffer's top: the sawtooth's own cycles */
+    w.random_events = 0;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), rate, 1e-6);
+    /* random cuts whose troughs fell below a BDP (0.7 x 1000 kB): the rate measured is what
+     * the loss process leaves */
+    w.random_events = 4;
+    w.peak[3] = 1000000;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), rate, 1e-6);
+    /* with 2 streams a cut takes half of 0.3 from the sum: 0.85 x 1000 kB > a BDP, and each
+     * stream's window is the loss rate's (the sum twice it) */
+    w.p.streams = 2;
+    want = qw_sawtooth_share(0.7, 2 * top) * cap;
+    CHECK(want < rate);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -350,5 +401,6 @@ int main(void)
     test_bbr_estimate_caps_and_short_window();
     test_growing_cwnd_lifts_the_upper_side();
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
+    test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     return check_done();
 }

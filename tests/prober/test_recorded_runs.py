@@ -1,0 +1,34 @@
+"""Recorded validate runs (prober/tests/recorded, gzipped quickprobe --json of bench-quick
+rows) replayed through prober/build/qwreplay, which feeds src/quickwin.c exactly as the
+prober does: each pins one part of the quick window's interval to the run that showed it
+was needed, with the run's own 20 s figure as the truth. Unlike the kept runs of the last
+bench (prober/bench/runs), these stay when the bench is re-run."""
+
+import pytest
+
+from tests.prober import qp
+
+import sys
+
+sys.path.insert(0, str(qp.ROOT / "prober" / "bench"))
+import replay_corpus  # noqa: E402
+
+RECORDED = qp.ROOT / "prober" / "tests" / "recorded"
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    return {r["run"]: r for r in replay_corpus.replay([RECORDED])}
+
+
+def test_recorded_lossy_cubic_whole_cycles_at_link_rate_keep_the_random_loss_floor(replayed):
+    # 100 Mbit/s x 60 ms, 1-BDP buffer, 0.1 % random loss: four random cuts from slow-start's
+    # cwnd, each leaving more than a BDP, so the window's three whole cycles ran at the
+    # link's 98 Mbit/s while the 20 s run ended at 64.5. Those cycles say nothing of where the
+    # loss rate takes cwnd: the lower side is the random-loss floor, and it holds the figure.
+    r = replayed["cubic-100M-60ms-loss0.001.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(64.535, abs=0.001)
+    assert r["basis"] == "loss_cycles" and int(r["batches"]) >= 3
+    assert r["bound_by"] == "random_loss"
+    assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
+    assert r["covered"] == "1"
