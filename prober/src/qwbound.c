@@ -450,6 +450,11 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         lt = w->bw_max_bps / 8.0;
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
+    /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
+     * standing queue or not (under jitter the queue reads are noise, and a capacity read
+     * while a queue stood came out 1 % under the rate the flow reached later) */
+    if (w->p.bbr)
+        cap = fmax(cap, w->bw_max_bps / 8.0);
     b.hi = fmin(b.hi, fmax(fmax(cap, ceiling), lt));
     if (w->p.bbr && w->n && w->s[w->n - 1].bw_bps > 0)
         b.hi = fmin(b.hi, fmax(fmax(w->s[w->n - 1].bw_bps / 8.0, lt), b.steady));

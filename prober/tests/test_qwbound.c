@@ -391,6 +391,27 @@ static void test_whole_cycles_that_kept_the_link_full_leave_the_floor(void)
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
 }
 
+/* BBR whose bandwidth filter kept 110 Mbit/s while a standing queue read 100: the link
+ * carried the larger, so the upper side may reach it (not above). */
+static void test_bbr_upper_side_reaches_its_bandwidth_estimate(void)
+{
+    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .streams = 1 };
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(0.5, 100e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)110e6);
+    run_at(0.5, 90e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)110e6);
+    run_at(0.5, 100e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)110e6);
+    run_at(2.5, 96e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)110e6);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(w.bw_max_bps == (uint64_t)110e6);
+    CHECK(b.hi > qw_capacity_seen(&w) * 1.001);
+    CHECK(b.hi <= 110e6 / 8 + 1e-6);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -402,5 +423,6 @@ int main(void)
     test_growing_cwnd_lifts_the_upper_side();
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
+    test_bbr_upper_side_reaches_its_bandwidth_estimate();
     return check_done();
 }
