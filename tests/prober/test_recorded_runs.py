@@ -4,11 +4,11 @@ prober does: each pins one part of the quick window's interval to the run that s
 was needed, with the run's own 20 s figure as the truth. Unlike the kept runs of the last
 bench (prober/bench/runs), these stay when the bench is re-run."""
 
+import sys
+
 import pytest
 
 from tests.prober import qp
-
-import sys
 
 sys.path.insert(0, str(qp.ROOT / "prober" / "bench"))
 import replay_corpus  # noqa: E402
