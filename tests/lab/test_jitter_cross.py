@@ -89,7 +89,7 @@ def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms
     stats = lab.stats()
     assert_conserved(stats)
     fwd = stats["fwd"]
-    assert fwd["rx_packets"] == 250 and fwd["jitter_clamped_packets"] == 0, fwd
+    assert fwd["rx_packets"] == 250, fwd
     # The delay line's own record of what it applied: the configured spread, zero mean.
     assert fwd["extra_delay_sd_us"] / 1e3 == pytest.approx(one_way_sd_ms, rel=0.15), fwd
     assert abs(fwd["extra_delay_mean_us"] / 1e3) <= 0.25 * one_way_sd_ms, fwd
@@ -102,6 +102,11 @@ def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms
     bound_ms = jitter_ms + 1.0 if dist == "uniform" else 5 * one_way_sd_ms
     drawn = [d for d in delays if abs(d - rtt_ms / 2) <= bound_ms]
     assert len(delays) - len(drawn) <= 5, sorted(delays)[-10:]
+    # 20 ms apart, no datagram waits for the one ahead (FIFO) unless a stall of this box had
+    # the delay line read two together (the delay line stamps arrival when it reads); the
+    # first of them then carries the stall and is among the delays the jitter cannot draw.
+    # (One CI run clamped one datagram.)
+    assert fwd["jitter_clamped_packets"] <= len(delays) - len(drawn), (fwd, sorted(delays)[-10:])
     assert statistics.stdev(drawn) == pytest.approx(one_way_sd_ms, rel=0.15), delays
     assert abs(statistics.median(delays) - rtt_ms / 2) <= 1.0, delays
     if dist == "uniform":
