@@ -708,6 +708,12 @@ static int recovery_blocks(const qw_window *w, const qw_sample *s)
     return s->overshoot_recovery && s->t_s - w->open_t < bound_s;
 }
 
+/* The window's parallel streams, at least 1. */
+int qw_streams(const qw_window *w)
+{
+    return w->p.streams > 1 ? w->p.streams : 1;
+}
+
 /* Packets delivered since measuring began, in the largest MSS seen. */
 double qw_packets_measured(const qw_window *w)
 {
@@ -757,7 +763,7 @@ static void track_backlog(qw_window *w, const qw_sample *s)
 static double drain_s(const qw_window *w, const qw_sample *s)
 {
     double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
     uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
 
     /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */

@@ -191,7 +191,7 @@ static double random_loss_rate(const qw_window *w)
  * that ends at 65 % of it. Cuts at the buffer's top alone are the sawtooth's own. */
 static int cuts_kept_link_full(const qw_window *w, double cap, double min_rtt)
 {
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
     double low = INFINITY;
 
     if (w->random_events == 0 || w->npeaks == 0)
@@ -219,7 +219,7 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     double min_rtt = min_rtt_s(w);
     double packets = qw_packets_measured(w);
     double rate = w->est.rate_bps / 8.0, top, floor_rate;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
 
     *by = QW_BOUND_SAWTOOTH;
     if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || min_rtt <= 0 || rate <= 0 || mostly_limited(w))
@@ -281,7 +281,7 @@ static double capacity_ceiling(const qw_window *w, double min_rtt)
 static double cwnd_growth(const qw_window *w, double since, double dt, double min_rtt)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
     double reno = streams * mss * dt / min_rtt;
 
     if (w->p.beta <= 0.6)
@@ -296,7 +296,7 @@ static double cwnd_growth(const qw_window *w, double since, double dt, double mi
 static double loss_ceiling(const qw_window *w, double min_rtt)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, packets = qw_packets_measured(w), p, peak;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
 
     if (w->random_events == 0 || packets < 1)
         return INFINITY;
@@ -336,8 +336,9 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
  * random_loss_rate leaves open) as the steady rate over the run from the window's start
  * (pr->rest_s): the counted part at the rate measured, then cwnd's descent to the floor.
  * At p per packet each loss cuts one stream's cwnd by beta, so the streams' summed cwnd
- * falls at p x (1 - beta) / streams of itself per packet sent, from where it is (w->slice_cwnd0); the rate stays at the measured one while cwnd
- * holds more than it in flight, then is cwnd / min RTT, until cwnd is the floor's. Growth
+ * falls at p x (1 - beta) / streams of itself per packet sent, from where it is
+ * (w->slice_cwnd0); the rate stays at the measured one while cwnd holds more than it in
+ * flight, then is cwnd / min RTT, until cwnd is the floor's. Growth
  * between cuts is left out, so the descent is no slower than TCP's. Reaching the long run
  * takes several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer,
  * one a 1.3 s at the link's rate, and about 7 s from 2 BDP of cwnd to the floor's.
@@ -353,7 +354,7 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
     double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
     double win = (double)w->slice_cwnd0, sum = 0, dt;
     double p = random_loss_rate(w);
-    int streams = w->p.streams > 1 ? w->p.streams : 1, steps = 256;
+    int streams = qw_streams(w), steps = 256;
 
     if (w->random_events > 0 || w->n == 0 || min_rtt <= 0 || p <= 0 || to_go <= 0 ||
         floor_rate >= rate)

@@ -30,6 +30,8 @@ double qw_queue_bdps(const qw_window *w, const qw_sample *s);
 int qw_link_busy(const qw_window *w);
 /* Packets delivered since measuring began, in the largest MSS seen. */
 double qw_packets_measured(const qw_window *w);
+/* The window's parallel streams, at least 1. */
+int qw_streams(const qw_window *w);
 
 /* qwbound.c */
 /* QW_HOLD_RANDOM_LOSS or QW_HOLD_SAWTOOTH while the lowest rate a loss-based cc's evidence

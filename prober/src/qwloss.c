@@ -18,7 +18,7 @@
 int qw_units_loss_cycles(const qw_window *w, int *ub, int *ue)
 {
     int u = 0, from = w->start_after_loss ? 0 : -1;
-    uint32_t at = 0, per = w->p.streams > 1 ? (uint32_t)w->p.streams : 1;
+    uint32_t at = 0, per = (uint32_t)qw_streams(w);
 
     /* A slice whose end shows more events than the slice before holds a reduction: the
      * cycles run from one such slice end to the next. With n streams the aggregate renews

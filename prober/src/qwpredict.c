@@ -1,6 +1,6 @@
 /* qwpredict.c: from the quick window's steady rate to the figure a full run would report,
  * with its interval (qw_predict in quickwin.h). */
-#include "quickwin.h"
+#include "qwint.h"
 
 #include <math.h>
 
@@ -19,7 +19,7 @@ static double probe_rtt_shortfall(const qw_window *w, double min_rtt_s)
 {
     double bdp = w->est.rate_bps / 8.0 * min_rtt_s;
     double mss = w->mss_bytes ? w->mss_bytes : 1448;
-    int streams = w->p.streams > 1 ? w->p.streams : 1;
+    int streams = qw_streams(w);
 
     if (bdp <= 0)
         return 1;

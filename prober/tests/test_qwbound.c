@@ -48,6 +48,13 @@ static qw_prediction feed_all(const qw_params *p, double full_s)
     return feed_from(p, full_s, 100, 0, 0);
 }
 
+/* One BBR stream, 3 % tolerance, a 1 s shortest window and a 3 s deadline. */
+static qw_params bbr_params(void)
+{
+    return (qw_params){ .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0,
+                        .sample_s = 0.02, .streams = 1 };
+}
+
 /* Known values of the sawtooth's share of the link and of TCP's loss response. */
 static void test_sawtooth_share_and_loss_response_exact(void)
 {
@@ -195,8 +202,7 @@ static void test_incomplete_sawtooth_floor(void)
  * the window cannot converge, and its answer at the deadline spans both levels. */
 static void test_levels_span_the_rates_seen(void)
 {
-    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
-                    .streams = 1 };
+    qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
 
@@ -226,8 +232,7 @@ static void test_levels_span_the_rates_seen(void)
  * quarters (short). */
 static void test_bbr_estimate_caps_and_short_window(void)
 {
-    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
-                    .streams = 1 };
+    qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
 
@@ -310,8 +315,7 @@ static void test_growing_cwnd_lifts_the_upper_side(void)
  * with a gain cycle (a probe every 8 rounds) keep the estimate's cap. */
 static void test_bbr_long_term_bandwidth_reopens_the_upper_side(void)
 {
-    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
-                    .streams = 1 };
+    qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
     int before;
@@ -395,8 +399,7 @@ static void test_whole_cycles_that_kept_the_link_full_leave_the_floor(void)
  * carried the larger, so the upper side may reach it (not above). */
 static void test_bbr_upper_side_reaches_its_bandwidth_estimate(void)
 {
-    qw_params p = { .bbr = 1, .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
-                    .streams = 1 };
+    qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
 
