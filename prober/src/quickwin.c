@@ -48,6 +48,7 @@
                                    6: tcp_bbr.c's long-term bandwidth mode, which holds for
                                    bbr_lt_bw_max_rtts = 48 */
 #define BBR_UNIT 256
+#define QW_PLATEAU_SAMPLES 3    /* STARTUP's plateau spans at least this many samples */
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_CHECK_STEP 0.25      /* checks every quarter of --quick-ms after the first: an
                                    answer comes at most that much after its gates passed.
@@ -140,6 +141,48 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
         seen->peak_rtt_us = s->rtt_us;
     if (bdp && (seen->bdp_bytes == 0 || bdp < seen->bdp_bytes))
         seen->bdp_bytes = bdp;
+    seen->t_s[seen->n % QW_SS_RING] = s->t_s;
+    seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
+    seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
+    seen->queue[seen->n % QW_SS_RING] =
+        s->min_rtt_us ? ((double)(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us) - s->min_rtt_us) /
+                            s->min_rtt_us : 0;
+    seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
+    seen->n++;
+}
+
+/* Record STARTUP's plateau (see quickwin.h): the streams' delivery over the last two min
+ * RTTs before slow-start ended, and at least QW_PLATEAU_SAMPLES sampling periods (an ACK's
+ * jitter moves a span's ends: 2 ms at each end of 60 ms is 6.7 %, under a change of level).
+ * With 20 ms samples and a min RTT under 20 ms that span reaches back past the plateau's
+ * three rounds into the ramp, and may read it low (0.83-0.92 of the link on the large
+ * matrix's 10 ms rows over 100 ms), as it does when the receive window or the socket buffer
+ * held the flow back in it, or when no standing queue showed the link full throughout it
+ * (a held-out 180 ms path with 0.2 % loss, whose recoveries slowed STARTUP's ramp, read
+ * 109 Mbit/s of 150 with queues of 0-0.12 BDP): then it only bounds the rate the path gave
+ * from below. */
+void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
+{
+    int last = seen->n - 1, j;
+    double rtt = seen->min_rtt_us / 1e6, span;
+
+    if (!w->p.bbr || seen->n < 2 || rtt <= 0)
+        return;
+    span = fmax(2.0 * rtt, QW_PLATEAU_SAMPLES * w->p.sample_s) * QW_SLACK;
+    for (j = last - 1; j > 0 && j > seen->n - QW_SS_RING; j--)
+        if (seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING] >= span)
+            break;
+    span = seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING];
+    if (span <= 0)
+        return;
+    w->ss_rate = (double)(seen->delivered_bytes[last % QW_SS_RING] -
+                          seen->delivered_bytes[j % QW_SS_RING]) / span;
+    /* held back for a share of the span, the streams delivered at most that share less */
+    w->ss_rate_whole = span <= 3.0 * rtt &&
+                       (double)(seen->limited_us[last % QW_SS_RING] -
+                                seen->limited_us[j % QW_SS_RING]) <= QW_STATIONARY * span * 1e6;
+    for (int k = j; k <= last && w->ss_rate_whole; k++)
+        w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
 }
 
 /* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
@@ -1056,6 +1099,32 @@ static void track_cruise(qw_window *w, const qw_sample *s)
         w->lt_bw = 1;
 }
 
+/* BBR: 1 if the window's counted slices, in PROBE_BW throughout (not the long-term
+ * bandwidth mode) and half a gain cycle or more long (its one probe at 1.25 or drain at
+ * 0.75 then moves their mean by at most a quarter round in four, 6 %), ran a change of level
+ * away from STARTUP's plateau (ss_rate). In PROBE_BW the rate is the bandwidth estimate x the gain cycle, and
+ * the estimate is the delivery rate the path gives the flow, as the plateau was at
+ * STARTUP's end: a rate below it is bandwidth that other traffic took since (two held-out
+ * runs with 40 % cross traffic 2 s on / 3 s off converged inside an on phase at -25 % and
+ * -29 %), one above it bandwidth that other traffic freed (the default matrix's
+ * cross-traffic row converged in an off phase at +6.3 %). The rest of the run may return to
+ * that level: the window does not converge (varying), and its interval spans it (qw_bound).
+ * A plateau read low (ss_rate_whole 0) says nothing of a rise. */
+static int plateau_differs(const qw_window *w)
+{
+    double bytes = 0, secs = 0, rate, round_s = w->min_rtt_us / 1e6;
+
+    if (!w->p.bbr || w->ss_rate <= 0 || w->lt_bw || w->n == 0 || !all_probe_bw(w, w->first, w->n))
+        return 0;
+    qw_unit_sum(w, w->first, w->n, &bytes, &secs);
+    if (secs < QW_BBR_GAIN_CYCLE / 2 * round_s * QW_SLACK || secs <= 0)
+        return 0;
+    rate = bytes / secs;
+    if (w->ss_rate - rate > QW_LEVEL_CHANGE * rate)
+        return 1;
+    return w->ss_rate_whole && rate - w->ss_rate > QW_LEVEL_CHANGE * rate;
+}
+
 /* After a slice whose gates held the window open: mark a change of level at a full link
  * (varying), or drop what the halves show was a transient (bw_rising: BBR's climb). */
 static void follow_level(qw_window *w, int full, double half_diff, int mid)
@@ -1104,6 +1173,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         full = estimate(w, past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
                         &half_diff, &mid);
         w->bw_rising = bw_rising(w);
+        if (full && plateau_differs(w))
+            w->varying = w->ss_level_differs = 1;
         w->hold = converged(w, s, full, half_diff);
         if (w->hold == QW_HOLD_NONE && check) {
             w->state = QW_CONVERGED;
@@ -1165,6 +1236,9 @@ void qw_stop(qw_window *w)
         return;
     w->state = QW_GAVE_UP;
     w->end_t = w->n ? w->s[w->n - 1].t1 : w->open_t;
+    /* the plateau's test needs no batches: a gain cycle's mean is the estimate's level */
+    if (!w->varying && plateau_differs(w))
+        w->varying = w->ss_level_differs = 1;
     if (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_SHORT ||
         (w->hold == QW_HOLD_FEW_BATCHES && w->drops > 0 && w->p.bbr && all_probe_bw(w, 0, w->n)))
         undo_drops(w);

@@ -216,6 +216,12 @@ typedef struct {
                                    the streams: slow-start's overshoot), 0 unknown */
     uint64_t ss_bdp_bytes;      /* slow-start's least bound on the BDP, bytes (qw_seen_bdp),
                                    0 none */
+    double ss_rate;             /* BBR: delivery rate over STARTUP's last rounds, bytes/s
+                                   (qw_seen_plateau), 0 none */
+    int ss_rate_whole;          /* ... measured inside those rounds alone, so not read low by
+                                   the ramp before them (else it only bounds from above) */
+    int ss_level_differs;       /* BBR: the window's rate and ss_rate differ by a change of
+                                   level (plateau_differs() in quickwin.c) */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
                                    QW_BUSY_QUEUE BDP was seen with, in congestion avoidance
                                    a round or more after a cut (0: none) */
@@ -275,14 +281,29 @@ uint64_t qw_slow_start_bdp(const qw_sample *s);
  * it (0: none showed a queue): the capacity is below it over the min RTT. */
 void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes);
 
-/* What the samples before the window opened witnessed, for qw_seen_rtt and qw_seen_bdp. */
+#define QW_SS_RING 64        /* slow-start's latest samples kept for its plateau */
+
+/* What the samples before the window opened witnessed, for qw_seen_rtt, qw_seen_bdp and
+ * qw_seen_plateau. */
 typedef struct {
     uint32_t peak_rtt_us;   /* the largest smoothed RTT (slow-start's overshoot) */
     uint64_t bdp_bytes;     /* the least of qw_slow_start_bdp's bounds, 0 none */
+    int n;                  /* samples seen; the latest QW_SS_RING of them are kept: */
+    double t_s[QW_SS_RING];
+    uint64_t delivered_bytes[QW_SS_RING];
+    uint64_t limited_us[QW_SS_RING];
+    double queue[QW_SS_RING];  /* standing queue in BDPs (the smallest smoothed RTT over the
+                                  streams, over their smallest min RTT) */
+    uint32_t min_rtt_us;    /* the latest sample's */
 } qw_ss_seen;
 
 /* Add sample s, taken before the window opened, to what slow-start witnessed. */
 void qw_ss_see(qw_ss_seen *seen, const qw_sample *s);
+
+/* BBR: tell a window just opened the rate its streams delivered together over slow-start's
+ * last rounds (qw_ss_see's samples): STARTUP ends after three rounds whose bandwidth grew
+ * less than a quarter, so those rounds ran at the rate the path gave the flow then. */
+void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen);
 
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the
  * estimate of what it measured up to its last slice. */

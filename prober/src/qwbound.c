@@ -7,7 +7,8 @@
  * - statistics: the batches' scatter (qw_predict's prediction interval);
  * - short: too few batches for an interval: the spread of the counted time's quarters;
  * - levels: the rate changed level (cross traffic starting or stopping): the rest of the
- *   run may sit at any of the levels seen, so the interval spans them;
+ *   run may sit at any of the levels seen, so the interval spans them (BBR: STARTUP's
+ *   plateau is one when the window's rate is a change of level away from it);
  * - sawtooth (Reno, CUBIC): no level cycle seen and no queue that keeps the link full
  *   through a cut: after a cut cwnd is beta x (1 + B) BDP with a buffer of B BDP, and the
  *   link idles until cwnd is back at one BDP; the long-run share that leaves
@@ -415,7 +416,7 @@ static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
-    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, lt = 0;
+    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, lt = 0, plateau = 0;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -437,8 +438,12 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     /* a window that answered at its deadline with the rate changing level */
     if (w->state != QW_CONVERGED &&
         (w->varying || w->drops > 0 || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
-         w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE))
-        widen(&b, qlo, qhi, QW_BOUND_LEVELS);
+         w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE)) {
+        /* BBR: STARTUP's plateau is a level the path gave too (plateau_differs) */
+        if (w->ss_level_differs)
+            plateau = w->ss_rate;
+        widen(&b, fmin(qlo, plateau ? plateau : qlo), fmax(qhi, plateau), QW_BOUND_LEVELS);
+    }
     floor_rate = run_loss_floor(w, cap, pr, &by);
     if (floor_rate < b.steady)
         widen(&b, floor_rate, b.steady, by);
@@ -456,9 +461,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * while a queue stood came out 1 % under the rate the flow reached later) */
     if (w->p.bbr)
         cap = fmax(cap, w->bw_max_bps / 8.0);
-    b.hi = fmin(b.hi, fmax(fmax(cap, ceiling), lt));
+    b.hi = fmin(b.hi, fmax(fmax(cap, ceiling), fmax(lt, plateau)));
     if (w->p.bbr && w->n && w->s[w->n - 1].bw_bps > 0)
-        b.hi = fmin(b.hi, fmax(fmax(w->s[w->n - 1].bw_bps / 8.0, lt), b.steady));
+        b.hi = fmin(b.hi, fmax(fmax(w->s[w->n - 1].bw_bps / 8.0, fmax(lt, plateau)), b.steady));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,

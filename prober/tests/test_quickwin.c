@@ -1067,6 +1067,84 @@ static void test_bbr_summed_estimates_above_rate_do_not_hold(void)
     CHECK(w.drops >= 1);
 }
 
+#define PLATEAU_LIMITED 1    /* run_after_plateau: the receive window held STARTUP back */
+#define PLATEAU_NO_QUEUE 2   /* ... STARTUP showed no standing queue */
+
+/* Run a BBR window whose STARTUP delivered at ss_bps for 0.4 s (qw_ss_see) with a standing
+ * queue of half a BDP (flags: PLATEAU_*), and whose PROBE_BW runs at rate_bps, on a min RTT
+ * of rtt_us; returns the window's state. */
+static qw_state run_after_plateau(double ss_bps, double rate_bps, uint32_t rtt_us, int flags)
+{
+    qw_params p = defaults(1);
+    qw_ss_seen seen;
+    int from;
+
+    memset(&seen, 0, sizeof seen);
+    z.n = 0;
+    for (int i = 0; i < 20; i++) {
+        push(ss_bps, 400 * MSS, rtt_us * 3 / 2, 0, QW_BBR_STARTUP);
+        z.s[i].min_rtt_us = flags & PLATEAU_NO_QUEUE ? rtt_us * 3 / 2 : rtt_us;
+        z.s[i].limited_us = flags & PLATEAU_LIMITED ? 20000u * (uint64_t)i : 0;
+    }
+    for (int i = 0; i < z.n; i++)
+        qw_ss_see(&seen, &z.s[i]);
+    from = z.n;
+    for (int i = 0; i < 300; i++) {
+        push(rate_bps, 400 * MSS, rtt_us, 0, QW_BBR_PROBE_BW);
+        z.s[z.n - 1].limited_us = z.s[from - 1].limited_us;
+    }
+    qw_open(&w, &p, z.s[from - 1].t_s, 400 * MSS, 0);
+    qw_seen_plateau(&w, &seen);
+    feed_from(from);
+    return w.state;
+}
+
+/* BBR: STARTUP's plateau is a level the path gave. A window in PROBE_BW at 70 % of it
+ * (other traffic took the rest since) does not converge there, and its interval reaches up
+ * to the plateau, past the capacity the window saw; one at 130 % of it (traffic left) reaches
+ * down to it. At the plateau's own rate the window converges. */
+static void test_bbr_plateau_is_a_level(void)
+{
+    qw_prediction pr;
+    qw_bounds b;
+
+    CHECK(run_after_plateau(100e6, 100e6, 40000, 0) == QW_CONVERGED);
+    CHECK_NEAR(w.ss_rate, 100e6 / 8, 1e-6);    /* 4 samples of 20 ms: 2 min RTTs */
+    CHECK(w.ss_rate_whole && !w.ss_level_differs);
+
+    CHECK(run_after_plateau(100e6, 70e6, 40000, 0) == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_VARYING && w.ss_level_differs);
+    pr = qw_predict(&w, 20.0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_LEVELS);
+    CHECK_NEAR(b.steady, 70e6 / 8, 70e6 / 8 * 1e-3);
+    CHECK_NEAR(b.hi, 100e6 / 8, 1e-6);
+
+    CHECK(run_after_plateau(100e6, 130e6, 40000, 0) == QW_GAVE_UP);
+    pr = qw_predict(&w, 20.0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_LEVELS);
+    CHECK_NEAR(b.lo, 100e6 / 8, 1e-6);
+}
+
+/* With 20 ms samples and a 10 ms min RTT the plateau's span (60 ms) reaches back into
+ * STARTUP's ramp, so it may read the path's rate low: a window above it still converges,
+ * and one a change of level below it does not. So too for a plateau the receive window
+ * held back, or one that no standing queue showed at the link's rate. */
+static void test_bbr_plateau_read_low_bounds_from_below(void)
+{
+    CHECK(run_after_plateau(70e6, 100e6, 10000, 0) == QW_CONVERGED);
+    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(run_after_plateau(100e6, 70e6, 10000, 0) == QW_GAVE_UP);
+    CHECK(w.ss_level_differs);
+    CHECK(run_after_plateau(70e6, 100e6, 40000, PLATEAU_LIMITED) == QW_CONVERGED);
+    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(run_after_plateau(70e6, 100e6, 40000, PLATEAU_NO_QUEUE) == QW_CONVERGED);
+    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(run_after_plateau(100e6, 70e6, 40000, PLATEAU_NO_QUEUE) == QW_GAVE_UP);
+    CHECK(w.ss_level_differs);
+}
+
 /* A window that never finds a steady moment (recovery throughout: a lossy path's steady
  * state) starts measuring all the same once half of max_s went by, so that it answers by its
  * deadline with what the second half showed. */
@@ -1372,6 +1450,8 @@ int main(int argc, char **argv)
     test_bbr_overshoot_recovery_waits();
     test_bbr_rising_bandwidth_estimate_holds();
     test_bbr_summed_estimates_above_rate_do_not_hold();
+    test_bbr_plateau_is_a_level();
+    test_bbr_plateau_read_low_bounds_from_below();
     test_bbr_probe_rtt_cost();
     test_bbr_probe_rtt_whole_rounds();
     test_prediction_interval_parts();
