@@ -5,11 +5,13 @@
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
+    replay_corpus.py compete --out test-artifacts/compete
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
 and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
-20 s figure). `summarise` replays every recorded validate run through the current
+20 s figure); `compete` records them on a few fixed paths against a competing long-lived TCP
+flow of another iperf3 client. `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
 sets the estimator's settings, see qwreplay's usage) and prints, per path, each run's paired
@@ -92,6 +94,46 @@ def collect(a) -> int:
                 bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
                 time.sleep(0.3)
         print(f"[{i + 1}/{a.paths} {time.monotonic() - t0:5.0f}s] {rid}", flush=True)
+    return 0
+
+
+# A competing long-lived TCP flow of its own (an iperf3 client to a second server in the far
+# namespace, started COMPETE_HEAD_S before the runs): (rate, rtt, queue x BDP, mtu, the
+# prober's cc, the competitor's cc). The bench never has one; the share between the flows
+# moves for tens of seconds after a new one starts.
+COMPETE_PATHS = [
+    (100, 40, 1.0, 1500, "bbr", "cubic"),
+    (100, 40, 1.0, 1500, "cubic", "cubic"),
+    (50, 60, 2.0, 1500, "reno", "cubic"),
+    (100, 20, 0.5, 9000, "bbr", "bbr"),
+    (150, 30, 1.0, 1500, "cubic", "bbr"),
+]
+COMPETE_PORT = 5302
+COMPETE_HEAD_S = 6.0
+
+
+def compete(a) -> int:
+    reason = labctl.lab_unavailable_reason()
+    if reason:
+        raise SystemExit(f"replay_corpus: {reason}")
+    bq.PROBER = a.prober.resolve()
+    a.out.mkdir(parents=True, exist_ok=True)
+    for rate, rtt, queue, mtu, cc, other in COMPETE_PATHS:
+        row = bq.Row(bq._custom(rate, rtt, queue, mtu=mtu), cc, 1)
+        rid = f"{row.id}-vs-{other}"
+        with labctl.Lab(row.path, log_dir=a.out) as lab:
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            lab.popen(["iperf3", "-s", "-p", str(COMPETE_PORT)], where="far", **quiet)
+            time.sleep(0.5)
+            # the competitor outlives every run; the lab kills it on the way out
+            seconds = COMPETE_HEAD_S + a.runs * 25 + 10
+            argv = ["iperf3", "-c", lab.far_addr, "-p", str(COMPETE_PORT), "-t", f"{seconds:.0f}", "-C", other]
+            lab.popen(argv, **quiet)
+            time.sleep(COMPETE_HEAD_S)
+            for k in range(a.runs):
+                bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
+                time.sleep(1)
+        print(rid, flush=True)
     return 0
 
 
@@ -211,6 +253,10 @@ def main(argv=None) -> int:
         default="delayline",
         help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
     )
+    m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
+    m.add_argument("--runs", type=int, default=2)
+    m.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "compete")
+    m.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
     s.add_argument("--replay-args", default="", help='qwreplay\'s options, e.g. "-M 3000 -T 5"')
@@ -225,7 +271,7 @@ def main(argv=None) -> int:
     k.add_argument("--split-cc", action="store_true", help="a class per evidence and congestion control")
     k.add_argument("--replay-args", default="", help="qwreplay's options")
     a = ap.parse_args(argv)
-    return {"collect": collect, "summarise": summarise, "calibrate": calibrate}[a.cmd](a)
+    return {"collect": collect, "compete": compete, "summarise": summarise, "calibrate": calibrate}[a.cmd](a)
 
 
 if __name__ == "__main__":
