@@ -16,7 +16,7 @@
  * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -v also prints, on
  * stderr, each slice the window closes: the estimate then, what held it open, and the answer
  * and interval it would give if its deadline fell there; the lines of its planned checks
- * (where it may stop: quickwin.c's plan_checks) begin with C. */
+ * (where it may stop: qwdue.c's qw_plan_checks) begin with C. */
 #include "opts.h"
 #include "quickwin.h"
 

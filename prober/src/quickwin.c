@@ -17,7 +17,7 @@
  *   batches lengthen as the window does (Schmeiser's fixed-number-of-batches rule).
  * The mean rate is the ratio estimator (total bytes / total time) and its interval uses
  * Student's t with batches - 1 degrees of freedom, which stays wide while batches are few,
- * at the level of the planned check it is read at (plan_checks: the levels sum to 95 % over
+ * at the level of the planned check it is read at (qw_plan_checks: the levels sum to 95 % over
  * the checks, so that stopping at the first narrow one keeps its coverage). On top of the
  * interval, the window must look stationary: the rates of its
  * first and second halves agree within QW_STATIONARY, (loss-based cc) cwnd is not
@@ -30,13 +30,14 @@
  *
  * A loss-based cc's own rules (its cycles, the queue that proves a cut leaves the link
  * full, loss-free packets) are in qwloss.c; the full run's figure predicted from the
- * window, in qwpredict.c. */
+ * window, in qwpredict.c; its interval, in qwbound.c; when it answers (the deadline and the
+ * planned checks), in qwdue.c; what slow-start and BBR's gains tell it, in qwseen.c;
+ * Student's t, in qwstats.c. */
 #include "qwint.h"
 
 #include <math.h>
 #include <string.h>
 
-#define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_MIN_CYCLE_BATCHES 3  /* whole cycles needed before their batches are used */
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
@@ -47,42 +48,8 @@
                                    8 periods of "cruise") is no gain cycle, whose cruise lasts
                                    6: tcp_bbr.c's long-term bandwidth mode, which holds for
                                    bbr_lt_bw_max_rtts = 48 */
-#define BBR_UNIT 256
-#define QW_PLATEAU_SAMPLES 3    /* STARTUP's plateau spans at least this many samples */
-#define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
-#define QW_CHECK_STEP 0.25      /* checks every quarter of --quick-ms after the first: an
-                                   answer comes at most that much after its gates passed.
-                                   More checks share QW_ALPHA thinner, but the t quantile
-                                   grows slowly with it: replayed on the kept runs, BBR's
-                                   default-matrix answers came 0.3 s sooner at the median
-                                   than with half of --quick-ms, coverage the same */
-#define QW_DUE_SHARE 0.5        /* ... and the deadline's share of it (plan_checks): most
-                                   Reno and CUBIC windows answer there (a fifth widened
-                                   Reno's median interval from 16 to 21 % on replay) */
-#define QW_SS_ALLOWANCE_S 1.0   /* slow-start's share of the answer's time (qw_due_s): a
-                                   second, or QW_SS_ROUNDS of the path's RTT if longer */
-#define QW_SS_ROUNDS 10         /* doubling each round, slow-start takes 10 initial windows
-                                   to 10,000 packets, past the BDP of most paths */
-#define QW_DUE_KEEP 0.9         /* ... but a late slow-start takes at most a tenth of the
-                                   window: the evidence that bounds the interval (loss-free
-                                   packets, batches) grows with its length, and a window cut by
-                                   a quarter widened a 140 ms path's interval from 8 to 17 % */
 #define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
                                    not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
-
-/* Seconds after slow-start ended at open_t that the answer is due: p->max_s, brought
- * forward for a slow-start that ran past its allowance (a second, or ten rounds of the
- * path's RTT: delay jitter holding off its exit, HyStart's delay test misled) so that the
- * answer still comes max_s plus the allowance after the first byte, down to QW_DUE_KEEP of
- * max_s, never below --quick-ms. */
-double qw_due_s(const qw_params *p, double open_t)
-{
-    double allowance = fmax(QW_SS_ALLOWANCE_S, QW_SS_ROUNDS * p->base_rtt_s);
-    double due = fmax(p->max_s + allowance - open_t, QW_DUE_KEEP * p->max_s);
-
-    due = fmin(p->max_s, due);
-    return fmax(due, fmin(p->min_s, p->max_s));
-}
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -103,212 +70,6 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->est.ci_frac = -1;
     w->check_alpha = w->due_alpha = QW_ALPHA;
     w->hold = QW_HOLD_NOT_STARTED;
-}
-
-/* Record the largest smoothed RTT seen before the window opened (see quickwin.h). */
-void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
-{
-    w->seen_rtt_us = rtt_us;
-}
-
-/* The BDP bound slow-start's queue at s gives, 0 if none (see quickwin.h). After a loss
- * cwnd is cut while the smoothed RTT still shows the queue the larger flight built, so
- * only samples before one count. */
-uint64_t qw_slow_start_bdp(const qw_sample *s)
-{
-    double q;
-
-    if (s->retrans != 0 || s->in_recovery || s->min_rtt_us == 0)
-        return 0;
-    q = ((double)s->rtt_us - s->min_rtt_us) / s->min_rtt_us;
-    if (q < QW_BUSY_QUEUE)
-        return 0;
-    return (uint64_t)((double)s->cwnd_bytes / fmin(1.0, 2.0 * q));
-}
-
-/* Record slow-start's bound on the BDP (see quickwin.h). */
-void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes)
-{
-    w->ss_bdp_bytes = bdp_bytes;
-}
-
-/* Keep the largest smoothed RTT and the least BDP bound of the samples before the window. */
-void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
-{
-    uint64_t bdp = qw_slow_start_bdp(s);
-
-    if (s->rtt_us > seen->peak_rtt_us)
-        seen->peak_rtt_us = s->rtt_us;
-    if (bdp && (seen->bdp_bytes == 0 || bdp < seen->bdp_bytes))
-        seen->bdp_bytes = bdp;
-    seen->t_s[seen->n % QW_SS_RING] = s->t_s;
-    seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
-    seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
-    seen->queue[seen->n % QW_SS_RING] =
-        s->min_rtt_us ? ((double)(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us) - s->min_rtt_us) /
-                            s->min_rtt_us : 0;
-    seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
-    seen->n++;
-}
-
-/* Record STARTUP's plateau (see quickwin.h): the streams' delivery over the last two min
- * RTTs before slow-start ended, and at least QW_PLATEAU_SAMPLES sampling periods (an ACK's
- * jitter moves a span's ends: 2 ms at each end of 60 ms is 6.7 %, under a change of level).
- * With 20 ms samples and a min RTT under 20 ms that span reaches back past the plateau's
- * three rounds into the ramp, and may read it low (0.83-0.92 of the link on the large
- * matrix's 10 ms rows over 100 ms), as it does when the receive window or the socket buffer
- * held the flow back in it, or when no standing queue showed the link full throughout it
- * (a held-out 180 ms path with 0.2 % loss, whose recoveries slowed STARTUP's ramp, read
- * 109 Mbit/s of 150 with queues of 0-0.12 BDP): then it only bounds the rate the path gave
- * from below. */
-void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
-{
-    int last = seen->n - 1, j;
-    double rtt = seen->min_rtt_us / 1e6, span;
-
-    if (!w->p.bbr || seen->n < 2 || rtt <= 0)
-        return;
-    span = fmax(2.0 * rtt, QW_PLATEAU_SAMPLES * w->p.sample_s) * QW_SLACK;
-    for (j = last - 1; j > 0 && j > seen->n - QW_SS_RING; j--)
-        if (seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING] >= span)
-            break;
-    span = seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING];
-    if (span <= 0)
-        return;
-    w->ss_rate = (double)(seen->delivered_bytes[last % QW_SS_RING] -
-                          seen->delivered_bytes[j % QW_SS_RING]) / span;
-    /* held back for a share of the span, the streams delivered at most that share less */
-    w->ss_rate_whole = span <= 3.0 * rtt &&
-                       (double)(seen->limited_us[last % QW_SS_RING] -
-                                seen->limited_us[j % QW_SS_RING]) <= QW_STATIONARY * span * 1e6;
-    for (int k = j; k <= last && w->ss_rate_whole; k++)
-        w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
-}
-
-/* Two-sided 95 % Student t quantile for dof degrees of freedom (dof >= 1). */
-double qw_t95(int dof)
-{
-    static const double t[] = { 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131 };
-
-    if (dof < 1)
-        return INFINITY;
-    if (dof <= (int)(sizeof(t) / sizeof(t[0])))
-        return t[dof - 1];
-    return dof <= 30 ? 2.09 : 1.96;
-}
-
-/* P(|T| <= t) for Student's t with dof degrees of freedom, from theta = atan(t / sqrt(dof))
- * (Abramowitz and Stegun 26.7.3-4: a finite sum for whole dof). */
-static double t_central(int dof, double theta)
-{
-    double c2 = cos(theta) * cos(theta), term = 1, sum = 1;
-
-    if (dof == 1)
-        return 2.0 * theta / M_PI;
-    if (dof % 2 == 0) {
-        for (int k = 2; k <= dof - 2; k += 2) {
-            term *= c2 * (k - 1) / k;
-            sum += term;
-        }
-        return sin(theta) * sum;
-    }
-    term = sum = cos(theta);
-    for (int k = 3; k <= dof - 2; k += 2) {
-        term *= c2 * (k - 1) / k;
-        sum += term;
-    }
-    return 2.0 / M_PI * (theta + sin(theta) * sum);
-}
-
-/* Two-sided Student t quantile: the t with P(|T| > t) = alpha for dof degrees of freedom
- * (dof >= 1, 0 < alpha < 1), by bisection on t_central; past 1000 dof, the normal's. */
-double qw_t_quantile(int dof, double alpha)
-{
-    double lo = 0, hi = M_PI / 2;
-
-    if (dof < 1 || alpha <= 0)
-        return INFINITY;
-    if (alpha >= 1)
-        return 0;
-    if (dof > 1000)
-        dof = 1000;
-    for (int i = 0; i < 60; i++) {
-        double mid = (lo + hi) / 2;
-
-        if (t_central(dof, mid) < 1 - alpha)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return sqrt((double)dof) * tan((lo + hi) / 2);
-}
-
-/* Ratio estimator over n batches (bytes, seconds): rate in bytes/s and the two-sided
- * 1 - alpha half-width as a fraction of it (-1 when n < 2 or the rate is 0). */
-double qw_batch_ci(const double *bytes, const double *secs, int n, double alpha, double *ci_frac)
-{
-    double sb = 0, ss = 0, var = 0, r, se;
-
-    *ci_frac = -1;
-    for (int i = 0; i < n; i++) {
-        sb += bytes[i];
-        ss += secs[i];
-    }
-    if (ss <= 0)
-        return 0;
-    r = sb / ss;
-    if (n < 2 || r <= 0)
-        return r;
-    /* Delta-method variance of a ratio of sums: residuals bytes_i - r * secs_i. */
-    for (int i = 0; i < n; i++)
-        var += (bytes[i] - r * secs[i]) * (bytes[i] - r * secs[i]);
-    var /= (n - 1);
-    se = sqrt(var / n) / (ss / n);
-    *ci_frac = qw_t_quantile(n - 1, alpha) * se / r;
-    return r;
-}
-
-/* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
-qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain)
-{
-    if (pacing_gain == 0 && cwnd_gain == 0)
-        return QW_BBR_NONE;
-    /* bbr_update_gains: STARTUP paces at high_gain (2.89), DRAIN at 1/high_gain with the
-     * startup cwnd gain kept, PROBE_RTT at 1 with cwnd gain 1, PROBE_BW at 1.25 / 0.75 /
-     * 1 with cwnd gain 2. */
-    if (pacing_gain >= 2 * BBR_UNIT)
-        return QW_BBR_STARTUP;
-    if (pacing_gain < BBR_UNIT / 2 && cwnd_gain > 2 * BBR_UNIT)
-        return QW_BBR_DRAIN;
-    if (pacing_gain == BBR_UNIT && cwnd_gain == BBR_UNIT)
-        return QW_BBR_PROBE_RTT;
-    return QW_BBR_PROBE_BW;
-}
-
-/* 1 if the gains are PROBE_BW's cruise: pacing gain 1, cwnd gain 2 (see quickwin.h). */
-int qw_bbr_cruising(uint32_t pacing_gain, uint32_t cwnd_gain)
-{
-    return pacing_gain == BBR_UNIT && cwnd_gain == 2 * BBR_UNIT;
-}
-
-/* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
-const char *qw_bbr_mode_name(qw_bbr_mode m)
-{
-    switch (m) {
-    case QW_BBR_STARTUP: return "startup";
-    case QW_BBR_DRAIN: return "drain";
-    case QW_BBR_PROBE_BW: return "probe_bw";
-    case QW_BBR_PROBE_RTT: return "probe_rtt";
-    case QW_BBR_NONE: break;
-    }
-    return NULL;
-}
-
-/* One stream's overshoot_recovery at a sample, from the previous one (see quickwin.h). */
-int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode)
-{
-    return in_recovery && (prev || mode == QW_BBR_STARTUP || mode == QW_BBR_DRAIN);
 }
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
@@ -576,7 +337,7 @@ static int head_differs(const qw_window *w, int upto, const double *bytes, const
     return qw_stretch_differs(w, 0, upto, bytes, secs, nb, r);
 }
 
-/* Recompute the estimate, its interval at level alpha (the planned check's: plan_checks);
+/* Recompute the estimate, its interval at level alpha (the planned check's: qw_plan_checks);
  * 1 if it is complete enough to be judged (enough batches). *mid is the first slice of the
  * second half of the batches. */
 static int estimate(qw_window *w, double alpha, double *half_diff, int *mid)
@@ -763,122 +524,6 @@ double qw_packets_measured(const qw_window *w)
     return (double)(w->delivered_bytes - w->start_delivered) / (w->mss_bytes ? w->mss_bytes : 1448);
 }
 
-/* 1 if a loss among the backlog's packets is likely (5 % or more, at the rate of loss
- * events the window saw: any with BBR, those not at the top of the buffer otherwise, since
- * a sender that stopped writing no longer fills the queue). */
-static int drain_loss_likely(const qw_window *w, double backlog_bytes)
-{
-    uint32_t events = w->p.bbr ? w->events : w->random_events;
-    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
-
-    if (events == 0 || packets < 1)
-        return 0;
-    return 1.0 - exp(-(double)events / packets * backlog_bytes / mss) >= 0.05;
-}
-
-/* Keep the largest backlog of the last half to whole second. The sender refills a stream's
- * socket buffer in bursts, when it falls below its low-water mark: just before a refill the
- * backlog reads low, and a window that closed on that reading met the refill at its next
- * sample (the dial-up row's drain: 0.4 s read, 0.83 s taken). Half a second holds a refill
- * cycle at the rates where it matters (the cycle is the low-water mark's time at the rate). */
-static void track_backlog(qw_window *w, const qw_sample *s)
-{
-    if (s->t_s - w->backlog_t0 >= 0.5) {
-        w->backlog_max[1] = w->backlog_max[0];
-        w->backlog_max[0] = 0;
-        w->backlog_t0 = s->t_s;
-    }
-    if (s->backlog_bytes > w->backlog_max[0])
-        w->backlog_max[0] = s->backlog_bytes;
-}
-
-/* Seconds from the window's close to the answer, once measuring began. Every byte written
- * must be acked first, and a stream's backlog (its socket buffer as well as its flight)
- * leaves at about its share of the rate measured so far (Little's law: in the last bench the
- * socket buffer made the drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the
- * answer came late); the stream with the most drains last, and the most it held over the
- * last second counts (track_backlog, which has already taken in s). At least one smoothed
- * RTT (the slowest stream's), and two with several streams, as they finish unevenly. A lost
- * packet near the end of the backlog is repaired only after a loss probe (RACK-TLP, RFC 8985:
- * 2 SRTT after the last send) and the retransmission's round trip: three more smoothed RTTs
- * where such a loss is likely (4-stream BBR on a lossy 150 ms path drained in 6.7-10
- * smoothed RTTs). */
-static double drain_s(const qw_window *w, const qw_sample *s)
-{
-    double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
-    int streams = qw_streams(w);
-    uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
-
-    /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */
-    if (t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
-        return (streams > 1 ? 2 : 1) * srtt;
-    rate = (double)(s->delivered_bytes - w->start_delivered) / t;
-    backlog = streams * (double)held;
-    drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
-    return drain_loss_likely(w, backlog) ? drain + 3 * srtt : drain;
-}
-
-/* Bring the deadline forward to the latest time the window may close at s and still answer
- * by --quick-max-ms: the drain as it stands now, and one sampling period, since the window
- * closes only at a sample and the next one may come after it; never later than planned when
- * measuring began (plan_t), and not before two round trips of measuring (qw_feed also waits
- * for the first slice): an answer a little late beats a window closed before it measured
- * anything, which would run the full test instead. */
-static void update_deadline(qw_window *w, const qw_sample *s)
-{
-    double t;
-
-    if (w->p.deadline_rtts <= 0)
-        return;
-    t = w->open_t + w->p.max_s - w->p.sample_s - drain_s(w, s);
-    w->deadline_t = fmin(w->plan_t, fmax(t, w->began_t + 2.0 * s->rtt_us / 1e6));
-}
-
-/* Plan the window's checks: the first after min_s of measuring, then every QW_CHECK_STEP
- * x min_s, and the deadline last. The window stops at the first check whose gates pass, so
- * which check it answers at depends on the data (optional stopping: checked at every slice,
- * an interval that each time holds the truth 95 % of the time holds it less often at the
- * first slice where it looks narrow). The chance that the interval it answers with misses
- * is at most the sum of the chances at each check (Bonferroni), so the statistics term is
- * at levels that sum to QW_ALPHA over the plan: QW_DUE_SHARE at the deadline, where every
- * window that has not stopped answers, the rest shared by the checks before it (all at the
- * deadline when none comes before it). The deadline may come sooner than planned
- * (update_deadline): then some checks are never made, and the sum is smaller. */
-static void plan_checks(qw_window *w)
-{
-    double first = w->began_t + w->p.min_s, last = w->open_t + w->p.max_s;
-    int early;
-
-    if (w->p.deadline_rtts > 0)
-        last = fmin(last, w->plan_t);
-
-    w->check_step_s = QW_CHECK_STEP * w->p.min_s;
-    early = last > first + 1e-9 ? (int)ceil((last - first) / w->check_step_s - 1e-9) : 0;
-    w->next_check_t = first;
-    w->due_alpha = early > 0 ? QW_ALPHA * QW_DUE_SHARE : QW_ALPHA;
-    w->check_alpha = early > 0 ? QW_ALPHA * (1 - QW_DUE_SHARE) / early : QW_ALPHA;
-}
-
-/* 1 if the answer is due at t (the deadline, as it stands). */
-static int past_deadline(const qw_window *w, double t)
-{
-    return t >= w->deadline_t - 1e-9;
-}
-
-/* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */
-static int at_check(qw_window *w, double t)
-{
-    double slack = w->p.sample_s / 2;   /* a slice closes at a sample: timer jitter */
-
-    if (past_deadline(w, t))
-        return 1;
-    if (t < w->next_check_t - slack)
-        return 0;
-    while (w->next_check_t <= t + slack)
-        w->next_check_t += w->check_step_s;
-    return 1;
-}
-
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went
  * by without one (a stream always in a loss recovery: several streams on a lossy path, where
  * that is the steady state; the answer must still come by the deadline); 1 if started. */
@@ -893,10 +538,10 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->slice_bytes0 = w->est.start_bytes = w->start_delivered = s->delivered_bytes;
     /* The answer is due deadline_rtts rounds after the window opened (a path's dynamics
      * run in rounds), no sooner than --quick-ms of measuring, and done by --quick-max-ms:
-     * the window closes the drain's time before it (update_deadline, at every sample). */
+     * the window closes the drain's time before it (qw_update_deadline, at every sample). */
     w->plan_t = fmax(s->t_s + w->p.min_s, w->open_t + w->p.deadline_rtts * s->rtt_us / 1e6);
-    update_deadline(w, s);
-    plan_checks(w);
+    qw_update_deadline(w, s);
+    qw_plan_checks(w);
     w->slice_cwnd0 = w->cwnd_low_bytes = s->cwnd_bytes;
     w->slice_rtt_us = s->rtt_us;
     w->prev_retrans = s->retrans;
@@ -1101,20 +746,22 @@ static void track_cruise(qw_window *w, const qw_sample *s)
 
 /* BBR: 1 if the window's counted slices, in PROBE_BW throughout (not the long-term
  * bandwidth mode) and half a gain cycle or more long (its one probe at 1.25 or drain at
- * 0.75 then moves their mean by at most a quarter round in four, 6 %), ran a change of level
- * away from STARTUP's plateau (ss_rate). In PROBE_BW the rate is the bandwidth estimate x the gain cycle, and
- * the estimate is the delivery rate the path gives the flow, as the plateau was at
- * STARTUP's end: a rate below it is bandwidth that other traffic took since (two held-out
- * runs with 40 % cross traffic 2 s on / 3 s off converged inside an on phase at -25 % and
- * -29 %), one above it bandwidth that other traffic freed (the default matrix's
- * cross-traffic row converged in an off phase at +6.3 %). The rest of the run may return to
- * that level: the window does not converge (varying), and its interval spans it (qw_bound).
- * A plateau read low (ss_rate_whole 0) says nothing of a rise. */
+ * 0.75 then moves their mean by at most a quarter round in four, 6 %), ran a change of
+ * level away from STARTUP's plateau (ss_rate). In PROBE_BW the rate is the bandwidth
+ * estimate x the gain cycle, and the estimate is the delivery rate the path gives the flow,
+ * as the plateau was at STARTUP's end: a rate below it is bandwidth that other traffic took
+ * since (a held-out run with 40 % cross traffic 2 s on / 3 s off converged inside an on
+ * phase at -25 %), one above it bandwidth that other traffic freed (the default matrix's
+ * cross-traffic row converged in off phases at +6.3 to +6.9 %, held-out runs read +15 % and
+ * +17 %). The rest of the run may return to that level: the window does not converge
+ * (varying), and its interval spans it (qw_bound). A plateau read low (ss_rate_whole 0)
+ * says nothing of a rise. */
 static int plateau_differs(const qw_window *w)
 {
     double bytes = 0, secs = 0, rate, round_s = w->min_rtt_us / 1e6;
 
-    if (!w->p.bbr || w->ss_rate <= 0 || w->lt_bw || w->n == 0 || !all_probe_bw(w, w->first, w->n))
+    if (!w->p.bbr || w->ss_rate <= 0 || w->lt_bw || w->n == 0 ||
+        !all_probe_bw(w, w->first, w->n))
         return 0;
     qw_unit_sum(w, w->first, w->n, &bytes, &secs);
     if (secs < QW_BBR_GAIN_CYCLE / 2 * round_s * QW_SLACK || secs <= 0)
@@ -1152,7 +799,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->mss_bytes = s->mss_bytes;
     w->delivered_bytes = s->delivered_bytes;
     w->limited_us = s->limited_us;
-    track_backlog(w, s);
+    qw_track_backlog(w, s);
     track_cruise(w, s);
     if (!w->started) {
         if (try_start(w, s))
@@ -1167,10 +814,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     if (s->bbr_mode != QW_BBR_PROBE_BW)
         w->slice_not_bw = 1;
     if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK) {
-        int check = at_check(w, s->t_s);
+        int check = qw_at_check(w, s->t_s);
 
         close_slice(w, s);
-        full = estimate(w, past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
+        full = estimate(w, qw_past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
                         &half_diff, &mid);
         w->bw_rising = bw_rising(w);
         if (full && plateau_differs(w))
@@ -1187,8 +834,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
      * at its most pessimistic moment (a rate read low over the first slices) */
-    update_deadline(w, s);
-    if ((past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
+    qw_update_deadline(w, s);
+    if ((qw_past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
         w->n >= QW_MAX_SLICES) {
         /* the deadline is the last check: gates that passed at a slice since the last one
          * (at a stricter level) pass at it */

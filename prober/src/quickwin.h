@@ -179,7 +179,7 @@ typedef struct {
     double plan_t;              /* the answer as planned when measuring began (deadline_rtts
                                    rounds after opening, at least min_s of measuring); the
                                    drain as it stands at each sample may bring it forward */
-    double next_check_t;        /* the next planned check (plan_checks() in quickwin.c) */
+    double next_check_t;        /* the next planned check (qw_plan_checks() in qwdue.c) */
     double check_step_s;        /* ... and the time between checks */
     double check_alpha;         /* the statistics term's level at a check before the deadline */
     double due_alpha;           /* ... at the deadline */

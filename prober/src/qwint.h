@@ -1,5 +1,7 @@
 /* qwint.h: what the quick window's modules share (quickwin.c: the window, its slices,
- * batches and verdict; qwloss.c: a loss-based cc's sawtooth). Not for callers: they use
+ * batches and verdict; qwdue.c: when it answers; qwseen.c: what slow-start and BBR's gains
+ * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval;
+ * qwpredict.c: the run's figure; qwstats.c: Student's t). Not for callers: they use
  * quickwin.h. */
 #ifndef QP_QWINT_H
 #define QP_QWINT_H
@@ -12,6 +14,8 @@
  * the window was tuned; a rate that moves less than that is read as one level. */
 #define QW_STATIONARY 0.03      /* halves, a climb or BBR's estimate this far apart: a
                                    transient, dropped or waited out */
+#define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
+#define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in quickwin.c */
@@ -32,6 +36,19 @@ int qw_link_busy(const qw_window *w);
 double qw_packets_measured(const qw_window *w);
 /* The window's parallel streams, at least 1. */
 int qw_streams(const qw_window *w);
+
+/* qwdue.c */
+/* Keep the largest backlog of the last half to whole second (for the drain). */
+void qw_track_backlog(qw_window *w, const qw_sample *s);
+/* Bring the deadline forward to the latest time the window may close at s and still answer
+ * by --quick-max-ms. */
+void qw_update_deadline(qw_window *w, const qw_sample *s);
+/* Plan the window's checks and the statistics term's level at each. */
+void qw_plan_checks(qw_window *w);
+/* 1 if the answer is due at t (the deadline, as it stands). */
+int qw_past_deadline(const qw_window *w, double t);
+/* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */
+int qw_at_check(qw_window *w, double t);
 
 /* qwbound.c */
 /* QW_HOLD_RANDOM_LOSS or QW_HOLD_SAWTOOTH while the lowest rate a loss-based cc's evidence

@@ -1,0 +1,154 @@
+/* qwdue.c: when the quick window answers (quickwin.h, qwint.h): the deadline after slow-start,
+ * brought forward by the drain the backlog leaves for, and the planned checks whose levels
+ * sum to the answer's 95 %. */
+#include "qwint.h"
+
+#include <math.h>
+
+#define QW_CHECK_STEP 0.25      /* checks every quarter of --quick-ms after the first: an
+                                   answer comes at most that much after its gates passed.
+                                   More checks share QW_ALPHA thinner, but the t quantile
+                                   grows slowly with it: replayed on the kept runs, BBR's
+                                   default-matrix answers came 0.3 s sooner at the median
+                                   than with half of --quick-ms, coverage the same */
+#define QW_DUE_SHARE 0.5        /* ... and the deadline's share of it (qw_plan_checks): most
+                                   Reno and CUBIC windows answer there (a fifth widened
+                                   Reno's median interval from 16 to 21 % on replay) */
+#define QW_SS_ALLOWANCE_S 1.0   /* slow-start's share of the answer's time (qw_due_s): a
+                                   second, or QW_SS_ROUNDS of the path's RTT if longer */
+#define QW_SS_ROUNDS 10         /* doubling each round, slow-start takes 10 initial windows
+                                   to 10,000 packets, past the BDP of most paths */
+#define QW_DUE_KEEP 0.9         /* ... but a late slow-start takes at most a tenth of the
+                                   window: the evidence that bounds the interval (loss-free
+                                   packets, batches) grows with its length, and a window cut by
+                                   a quarter widened a 140 ms path's interval from 8 to 17 % */
+
+/* Seconds after slow-start ended at open_t that the answer is due: p->max_s, brought
+ * forward for a slow-start that ran past its allowance (a second, or ten rounds of the
+ * path's RTT: delay jitter holding off its exit, HyStart's delay test misled) so that the
+ * answer still comes max_s plus the allowance after the first byte, down to QW_DUE_KEEP of
+ * max_s, never below --quick-ms. */
+double qw_due_s(const qw_params *p, double open_t)
+{
+    double allowance = fmax(QW_SS_ALLOWANCE_S, QW_SS_ROUNDS * p->base_rtt_s);
+    double due = fmax(p->max_s + allowance - open_t, QW_DUE_KEEP * p->max_s);
+
+    due = fmin(p->max_s, due);
+    return fmax(due, fmin(p->min_s, p->max_s));
+}
+
+/* 1 if a loss among the backlog's packets is likely (5 % or more, at the rate of loss
+ * events the window saw: any with BBR, those not at the top of the buffer otherwise, since
+ * a sender that stopped writing no longer fills the queue). */
+static int drain_loss_likely(const qw_window *w, double backlog_bytes)
+{
+    uint32_t events = w->p.bbr ? w->events : w->random_events;
+    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+
+    if (events == 0 || packets < 1)
+        return 0;
+    return 1.0 - exp(-(double)events / packets * backlog_bytes / mss) >= 0.05;
+}
+
+/* Keep the largest backlog of the last half to whole second. The sender refills a stream's
+ * socket buffer in bursts, when it falls below its low-water mark: just before a refill the
+ * backlog reads low, and a window that closed on that reading met the refill at its next
+ * sample (the dial-up row's drain: 0.4 s read, 0.83 s taken). Half a second holds a refill
+ * cycle at the rates where it matters (the cycle is the low-water mark's time at the rate). */
+void qw_track_backlog(qw_window *w, const qw_sample *s)
+{
+    if (s->t_s - w->backlog_t0 >= 0.5) {
+        w->backlog_max[1] = w->backlog_max[0];
+        w->backlog_max[0] = 0;
+        w->backlog_t0 = s->t_s;
+    }
+    if (s->backlog_bytes > w->backlog_max[0])
+        w->backlog_max[0] = s->backlog_bytes;
+}
+
+/* Seconds from the window's close to the answer, once measuring began. Every byte written
+ * must be acked first, and a stream's backlog (its socket buffer as well as its flight)
+ * leaves at about its share of the rate measured so far (Little's law: in the last bench the
+ * socket buffer made the drain 1.3-1.5 smoothed RTTs on clean single-stream paths, and the
+ * answer came late); the stream with the most drains last, and the most it held over the
+ * last second counts (qw_track_backlog, which has already taken in s). At least one smoothed
+ * RTT (the slowest stream's), and two with several streams, as they finish unevenly. A lost
+ * packet near the end of the backlog is repaired only after a loss probe (RACK-TLP, RFC 8985:
+ * 2 SRTT after the last send) and the retransmission's round trip: three more smoothed RTTs
+ * where such a loss is likely (4-stream BBR on a lossy 150 ms path drained in 6.7-10
+ * smoothed RTTs). */
+static double drain_s(const qw_window *w, const qw_sample *s)
+{
+    double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
+    int streams = qw_streams(w);
+    uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
+
+    /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */
+    if (t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
+        return (streams > 1 ? 2 : 1) * srtt;
+    rate = (double)(s->delivered_bytes - w->start_delivered) / t;
+    backlog = streams * (double)held;
+    drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
+    return drain_loss_likely(w, backlog) ? drain + 3 * srtt : drain;
+}
+
+/* Bring the deadline forward to the latest time the window may close at s and still answer
+ * by --quick-max-ms: the drain as it stands now, and one sampling period, since the window
+ * closes only at a sample and the next one may come after it; never later than planned when
+ * measuring began (plan_t), and not before two round trips of measuring (qw_feed also waits
+ * for the first slice): an answer a little late beats a window closed before it measured
+ * anything, which would run the full test instead. */
+void qw_update_deadline(qw_window *w, const qw_sample *s)
+{
+    double t;
+
+    if (w->p.deadline_rtts <= 0)
+        return;
+    t = w->open_t + w->p.max_s - w->p.sample_s - drain_s(w, s);
+    w->deadline_t = fmin(w->plan_t, fmax(t, w->began_t + 2.0 * s->rtt_us / 1e6));
+}
+
+/* Plan the window's checks: the first after min_s of measuring, then every QW_CHECK_STEP
+ * x min_s, and the deadline last. The window stops at the first check whose gates pass, so
+ * which check it answers at depends on the data (optional stopping: checked at every slice,
+ * an interval that each time holds the truth 95 % of the time holds it less often at the
+ * first slice where it looks narrow). The chance that the interval it answers with misses
+ * is at most the sum of the chances at each check (Bonferroni), so the statistics term is
+ * at levels that sum to QW_ALPHA over the plan: QW_DUE_SHARE at the deadline, where every
+ * window that has not stopped answers, the rest shared by the checks before it (all at the
+ * deadline when none comes before it). The deadline may come sooner than planned
+ * (qw_update_deadline): then some checks are never made, and the sum is smaller. */
+void qw_plan_checks(qw_window *w)
+{
+    double first = w->began_t + w->p.min_s, last = w->open_t + w->p.max_s;
+    int early;
+
+    if (w->p.deadline_rtts > 0)
+        last = fmin(last, w->plan_t);
+
+    w->check_step_s = QW_CHECK_STEP * w->p.min_s;
+    early = last > first + 1e-9 ? (int)ceil((last - first) / w->check_step_s - 1e-9) : 0;
+    w->next_check_t = first;
+    w->due_alpha = early > 0 ? QW_ALPHA * QW_DUE_SHARE : QW_ALPHA;
+    w->check_alpha = early > 0 ? QW_ALPHA * (1 - QW_DUE_SHARE) / early : QW_ALPHA;
+}
+
+/* 1 if the answer is due at t (the deadline, as it stands). */
+int qw_past_deadline(const qw_window *w, double t)
+{
+    return t >= w->deadline_t - 1e-9;
+}
+
+/* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */
+int qw_at_check(qw_window *w, double t)
+{
+    double slack = w->p.sample_s / 2;   /* a slice closes at a sample: timer jitter */
+
+    if (qw_past_deadline(w, t))
+        return 1;
+    if (t < w->next_check_t - slack)
+        return 0;
+    while (w->next_check_t <= t + slack)
+        w->next_check_t += w->check_step_s;
+    return 1;
+}

@@ -1,0 +1,132 @@
+/* qwseen.c: what the quick window learns outside its own slices (quickwin.h): what slow-start
+ * witnessed before it opened (the overshoot's queue, a bound on the BDP, BBR's plateau) and
+ * BBR's state from TCP_CC_INFO's gains. */
+#include "qwint.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#define BBR_UNIT 256
+#define QW_PLATEAU_SAMPLES 3    /* STARTUP's plateau spans at least this many samples */
+
+/* Record the largest smoothed RTT seen before the window opened (see quickwin.h). */
+void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
+{
+    w->seen_rtt_us = rtt_us;
+}
+
+/* The BDP bound slow-start's queue at s gives, 0 if none (see quickwin.h). After a loss
+ * cwnd is cut while the smoothed RTT still shows the queue the larger flight built, so
+ * only samples before one count. */
+uint64_t qw_slow_start_bdp(const qw_sample *s)
+{
+    double q;
+
+    if (s->retrans != 0 || s->in_recovery || s->min_rtt_us == 0)
+        return 0;
+    q = ((double)s->rtt_us - s->min_rtt_us) / s->min_rtt_us;
+    if (q < QW_BUSY_QUEUE)
+        return 0;
+    return (uint64_t)((double)s->cwnd_bytes / fmin(1.0, 2.0 * q));
+}
+
+/* Record slow-start's bound on the BDP (see quickwin.h). */
+void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes)
+{
+    w->ss_bdp_bytes = bdp_bytes;
+}
+
+/* Keep the largest smoothed RTT and the least BDP bound of the samples before the window. */
+void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
+{
+    uint64_t bdp = qw_slow_start_bdp(s);
+
+    if (s->rtt_us > seen->peak_rtt_us)
+        seen->peak_rtt_us = s->rtt_us;
+    if (bdp && (seen->bdp_bytes == 0 || bdp < seen->bdp_bytes))
+        seen->bdp_bytes = bdp;
+    seen->t_s[seen->n % QW_SS_RING] = s->t_s;
+    seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
+    seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
+    seen->queue[seen->n % QW_SS_RING] =
+        s->min_rtt_us ? ((double)(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us) - s->min_rtt_us) /
+                            s->min_rtt_us : 0;
+    seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
+    seen->n++;
+}
+
+/* Record STARTUP's plateau (see quickwin.h): the streams' delivery over the last two min
+ * RTTs before slow-start ended, and at least QW_PLATEAU_SAMPLES sampling periods (an ACK's
+ * jitter moves a span's ends: 2 ms at each end of 60 ms is 6.7 %, under a change of level).
+ * With 20 ms samples and a min RTT under 20 ms that span reaches back past the plateau's
+ * three rounds into the ramp, and may read it low (0.83-0.92 of the link on the large
+ * matrix's 10 ms rows over 100 ms), as it does when the receive window or the socket buffer
+ * held the flow back in it, or when no standing queue showed the link full throughout it
+ * (a held-out 180 ms path with 0.2 % loss, whose recoveries slowed STARTUP's ramp, read
+ * 109 Mbit/s of 150 with queues of 0-0.12 BDP): then it only bounds the rate the path gave
+ * from below. */
+void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
+{
+    int last = seen->n - 1, j;
+    double rtt = seen->min_rtt_us / 1e6, span;
+
+    if (!w->p.bbr || seen->n < 2 || rtt <= 0)
+        return;
+    span = fmax(2.0 * rtt, QW_PLATEAU_SAMPLES * w->p.sample_s) * QW_SLACK;
+    for (j = last - 1; j > 0 && j > seen->n - QW_SS_RING; j--)
+        if (seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING] >= span)
+            break;
+    span = seen->t_s[last % QW_SS_RING] - seen->t_s[j % QW_SS_RING];
+    if (span <= 0)
+        return;
+    w->ss_rate = (double)(seen->delivered_bytes[last % QW_SS_RING] -
+                          seen->delivered_bytes[j % QW_SS_RING]) / span;
+    /* held back for a share of the span, the streams delivered at most that share less */
+    w->ss_rate_whole = span <= 3.0 * rtt &&
+                       (double)(seen->limited_us[last % QW_SS_RING] -
+                                seen->limited_us[j % QW_SS_RING]) <= QW_STATIONARY * span * 1e6;
+    for (int k = j; k <= last && w->ss_rate_whole; k++)
+        w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
+}
+
+/* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
+qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain)
+{
+    if (pacing_gain == 0 && cwnd_gain == 0)
+        return QW_BBR_NONE;
+    /* bbr_update_gains: STARTUP paces at high_gain (2.89), DRAIN at 1/high_gain with the
+     * startup cwnd gain kept, PROBE_RTT at 1 with cwnd gain 1, PROBE_BW at 1.25 / 0.75 /
+     * 1 with cwnd gain 2. */
+    if (pacing_gain >= 2 * BBR_UNIT)
+        return QW_BBR_STARTUP;
+    if (pacing_gain < BBR_UNIT / 2 && cwnd_gain > 2 * BBR_UNIT)
+        return QW_BBR_DRAIN;
+    if (pacing_gain == BBR_UNIT && cwnd_gain == BBR_UNIT)
+        return QW_BBR_PROBE_RTT;
+    return QW_BBR_PROBE_BW;
+}
+
+/* 1 if the gains are PROBE_BW's cruise: pacing gain 1, cwnd gain 2 (see quickwin.h). */
+int qw_bbr_cruising(uint32_t pacing_gain, uint32_t cwnd_gain)
+{
+    return pacing_gain == BBR_UNIT && cwnd_gain == 2 * BBR_UNIT;
+}
+
+/* "startup", "drain", "probe_bw", "probe_rtt"; NULL for QW_BBR_NONE. */
+const char *qw_bbr_mode_name(qw_bbr_mode m)
+{
+    switch (m) {
+    case QW_BBR_STARTUP: return "startup";
+    case QW_BBR_DRAIN: return "drain";
+    case QW_BBR_PROBE_BW: return "probe_bw";
+    case QW_BBR_PROBE_RTT: return "probe_rtt";
+    case QW_BBR_NONE: break;
+    }
+    return NULL;
+}
+
+/* One stream's overshoot_recovery at a sample, from the previous one (see quickwin.h). */
+int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode)
+{
+    return in_recovery && (prev || mode == QW_BBR_STARTUP || mode == QW_BBR_DRAIN);
+}
