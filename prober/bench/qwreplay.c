@@ -155,9 +155,7 @@ static void open_window(replay *r, const json_t *ev)
         exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
     r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
-    qw_seen_rtt(&r->w, r->ss_seen.peak_rtt_us);
-    qw_seen_bdp(&r->w, r->ss_seen.bdp_bytes);
-    qw_seen_plateau(&r->w, &r->ss_seen);
+    qw_seen(&r->w, &r->ss_seen);
     r->open = 1;
     feed(r);
 }

@@ -78,12 +78,17 @@ def draw_row(rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline")
     return bq.Row(path, cc, streams)
 
 
-def collect(a) -> int:
+def _ready_to_record(a) -> None:
+    """Stop with the reason if no lab can run here; else record with a.prober into a.out."""
     reason = labctl.lab_unavailable_reason()
     if reason:
         raise SystemExit(f"replay_corpus: {reason}")
     bq.PROBER = a.prober.resolve()
     a.out.mkdir(parents=True, exist_ok=True)
+
+
+def collect(a) -> int:
+    _ready_to_record(a)
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
@@ -113,11 +118,7 @@ COMPETE_HEAD_S = 6.0
 
 
 def compete(a) -> int:
-    reason = labctl.lab_unavailable_reason()
-    if reason:
-        raise SystemExit(f"replay_corpus: {reason}")
-    bq.PROBER = a.prober.resolve()
-    a.out.mkdir(parents=True, exist_ok=True)
+    _ready_to_record(a)
     for rate, rtt, queue, mtu, cc, other in COMPETE_PATHS:
         row = bq.Row(bq._custom(rate, rtt, queue, mtu=mtu), cc, 1)
         rid = f"{row.id}-vs-{other}"

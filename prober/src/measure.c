@@ -241,9 +241,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
     p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
-    qw_seen_rtt(&r->qw, r->ss_seen.peak_rtt_us);
-    qw_seen_bdp(&r->qw, r->ss_seen.bdp_bytes);
-    qw_seen_plateau(&r->qw, &r->ss_seen);
+    qw_seen(&r->qw, &r->ss_seen);
     r->quick_open = 1;
     out_phase("measuring", a->t);
 }

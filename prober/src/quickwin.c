@@ -820,7 +820,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         full = estimate(w, qw_past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
                         &half_diff, &mid);
         w->bw_rising = bw_rising(w);
-        if (full && plateau_differs(w))
+        if (full && !w->ss_level_differs && plateau_differs(w))
             w->varying = w->ss_level_differs = 1;
         w->hold = converged(w, s, full, half_diff);
         if (w->hold == QW_HOLD_NONE && check) {

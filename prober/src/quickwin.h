@@ -305,6 +305,10 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s);
  * less than a quarter, so those rounds ran at the rate the path gave the flow then. */
 void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen);
 
+/* Tell a window just opened what slow-start's samples witnessed: qw_seen_rtt, qw_seen_bdp
+ * and qw_seen_plateau in one (the prober and qwreplay open it the same way). */
+void qw_seen(qw_window *w, const qw_ss_seen *seen);
+
 /* Close a window still open (the run ends: -t or a signal) as not converged, with the
  * estimate of what it measured up to its last slice. */
 void qw_stop(qw_window *w);

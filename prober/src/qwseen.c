@@ -15,6 +15,13 @@ void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
     w->seen_rtt_us = rtt_us;
 }
 
+/* The standing queue in BDPs that a smoothed RTT of rtt_us shows over min_rtt_us (0 when
+ * the min RTT is not known). */
+static double queue_of(uint32_t rtt_us, uint32_t min_rtt_us)
+{
+    return min_rtt_us ? ((double)rtt_us - min_rtt_us) / min_rtt_us : 0;
+}
+
 /* The BDP bound slow-start's queue at s gives, 0 if none (see quickwin.h). After a loss
  * cwnd is cut while the smoothed RTT still shows the queue the larger flight built, so
  * only samples before one count. */
@@ -24,7 +31,7 @@ uint64_t qw_slow_start_bdp(const qw_sample *s)
 
     if (s->retrans != 0 || s->in_recovery || s->min_rtt_us == 0)
         return 0;
-    q = ((double)s->rtt_us - s->min_rtt_us) / s->min_rtt_us;
+    q = queue_of(s->rtt_us, s->min_rtt_us);
     if (q < QW_BUSY_QUEUE)
         return 0;
     return (uint64_t)((double)s->cwnd_bytes / fmin(1.0, 2.0 * q));
@@ -48,9 +55,8 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
     seen->t_s[seen->n % QW_SS_RING] = s->t_s;
     seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
     seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
-    seen->queue[seen->n % QW_SS_RING] =
-        s->min_rtt_us ? ((double)(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us) - s->min_rtt_us) /
-                            s->min_rtt_us : 0;
+    seen->queue[seen->n % QW_SS_RING] = queue_of(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us,
+                                                  s->min_rtt_us);
     seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
     seen->n++;
 }
@@ -87,6 +93,14 @@ void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
                                 seen->limited_us[j % QW_SS_RING]) <= QW_STATIONARY * span * 1e6;
     for (int k = j; k <= last && w->ss_rate_whole; k++)
         w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
+}
+
+/* Tell a window just opened everything slow-start's samples witnessed (see quickwin.h). */
+void qw_seen(qw_window *w, const qw_ss_seen *seen)
+{
+    qw_seen_rtt(w, seen->peak_rtt_us);
+    qw_seen_bdp(w, seen->bdp_bytes);
+    qw_seen_plateau(w, seen);
 }
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
