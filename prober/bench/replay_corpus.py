@@ -2,6 +2,8 @@
 """Judge the quick window on paths it was not tuned on, without sending a byte each time.
 
     replay_corpus.py collect --seed 7 --paths 26 --runs 2 --out test-artifacts/corpus
+    replay_corpus.py collect --seed 31 --paths 24 --mtu 1500 --aqm codel --out test-artifacts/codel
+    replay_corpus.py collect --seed 33 --paths 24 --mtu 1500 --policer --out test-artifacts/police
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
@@ -51,12 +53,18 @@ import labctl  # noqa: E402
 REPLAY = ROOT / "prober" / "build" / "qwreplay"
 
 
-def draw_row(rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline") -> bq.Row:
+def draw_row(
+    rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline", aqm: str = "none", policer: bool = False
+) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
     the path, would set the result above that. A kernel bottleneck (tbf, htb) has no cross
     traffic (the delay line's source cannot share the kernel's queue): the same seed draws
-    the same paths with it left out."""
+    the same paths with it left out. Under an AQM (codel) the buffer is 4 BDP whatever was
+    drawn, as where one is deployed (fq_codel's limit is 10,240 packets): the AQM, not the
+    buffer's top, sets where the flow meets loss; the same seed draws the same paths. A
+    policer is the kernel's tbf with a bucket of POLICER_BURST_MS at the rate and a queue of
+    two packets: what exceeds the bucket is dropped, nothing waits."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -70,12 +78,26 @@ def draw_row(rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline")
         streams = 1
     if bottleneck != "delayline":
         cross = None
+    if aqm != "none":
+        queue = 4.0
+    if policer:
+        bottleneck, cross = "tbf", None
     path = bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross)
     if mtu != path.mtu:
         path = dataclasses.replace(path, mtu=mtu, name=f"{path.name}-m{mtu}")
     if bottleneck != "delayline":
         path = dataclasses.replace(path, bottleneck=bottleneck, name=f"{path.name}-k{bottleneck}")
+    if aqm != "none":
+        path = dataclasses.replace(path, aqm=aqm, name=f"{path.name}-{aqm}")
+    if policer:
+        name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
+        path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
     return bq.Row(path, cc, streams)
+
+
+# A policer's bucket: Juniper's guidance is 5 ms at the rate, Cisco's default Bc 31 ms
+# (CIR / 32); 10 ms sits between.
+POLICER_BURST_MS = 10.0
 
 
 def _ready_to_record(a) -> None:
@@ -92,7 +114,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck)
+        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             for k in range(a.runs):
@@ -253,6 +275,17 @@ def main(argv=None) -> int:
         choices=labctl.BOTTLENECKS,
         default="delayline",
         help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
+    )
+    c.add_argument(
+        "--aqm",
+        choices=labctl.AQMS,
+        default="none",
+        help="active queue management at the delay line's bottleneck (codel: a 4-BDP buffer)",
+    )
+    c.add_argument(
+        "--policer",
+        action="store_true",
+        help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

@@ -8,7 +8,9 @@
  * jitter, clamped so a packet never leaves before the one ahead of it): release
  * times are non-decreasing per direction, so a FIFO byte ring is the time-ordered
  * queue and packets never reorder. An optional open-loop cross-traffic source
- * (on/off, constant rate while on) occupies the same bottleneck and queue.
+ * (on/off, constant rate while on) occupies the same bottleneck and queue. An
+ * optional CoDel (RFC 8289) drops at the head of that queue instead of waiting for it to
+ * fill.
  *
  * Counters are printed as one JSON line on stdout on SIGUSR1 and on exit.
  * Usage: see usage() below; labctl.py (same directory) is the normal caller. */
@@ -62,6 +64,8 @@ typedef struct {
     double cross_bps;        /* open-loop cross traffic while on; 0 = none */
     uint64_t cross_on_ns, cross_off_ns;   /* off 0 = always on */
     uint32_t cross_pkt;      /* bytes per cross packet */
+    int codel;               /* 1: CoDel drops at the queue's head (RFC 8289) */
+    uint64_t codel_target_ns, codel_interval_ns;
 } dir_conf;
 
 typedef struct {
@@ -75,7 +79,19 @@ typedef struct {
     uint64_t extra_n;
     double extra_sum_ns, extra_sq_ns;     /* applied delay beyond the fixed one */
     uint64_t cross_packets, cross_bytes, cross_drop_packets, cross_drop_bytes;
+    uint64_t drop_aqm_packets, drop_aqm_bytes;
+    uint64_t sojourn_n;
+    double sojourn_sum_ns;                /* queueing delay of the packets the queue kept */
 } dir_stats;
+
+/* CoDel's state (RFC 8289 section 5): when the sojourn time first stayed above target,
+ * whether it is dropping, its drop count and the time of the next drop. */
+typedef struct {
+    uint64_t first_above_ns, drop_next_ns;
+    uint32_t count, lastcount;
+    uint32_t maxpacket;      /* the largest packet seen: RFC 8289's one-MTU floor */
+    int dropping;
+} codel_state;
 
 typedef struct {
     const char *name;
@@ -85,6 +101,7 @@ typedef struct {
     uint64_t last_release_ns;
     uint64_t cross_next_ns;  /* arrival time of the next cross packet */
     ring q;
+    codel_state cd;
     dir_stats st;
 } direction;
 
@@ -188,8 +205,54 @@ static double rng_normal(void)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* Take `len` bytes arriving at t into the drop-tail bottleneck: 1 with the time its
- * last bit leaves in *finish, or 0 if the queue is too full to hold it. */
+/* CoDel's next drop time after t with `count` drops in this dropping state. */
+static uint64_t codel_control_law(const dir_conf *c, uint64_t t, uint32_t count)
+{
+    return t + (uint64_t)((double)c->codel_interval_ns / sqrt((double)count));
+}
+
+/* CoDel's verdict (1 = drop) on the packet that reaches the queue's head at `head` after
+ * waiting `sojourn` behind `ahead` bytes. The queue is FIFO at a fixed rate, so both are
+ * known on arrival, and judging packets in arrival order at their head times is judging
+ * them in CoDel's dequeue order at its dequeue times: a packet dropped at the head takes no
+ * serialisation time, as here. RFC 8289 leaves the queue's state alone below one packet of
+ * backlog after the head; the bytes ahead on arrival stand in for that (unknown then). */
+static int codel_drop(direction *d, uint64_t head, uint64_t sojourn, uint64_t ahead)
+{
+    const dir_conf *c = &d->conf;
+    codel_state *s = &d->cd;
+    int ok_to_drop = 0;
+
+    if (sojourn < c->codel_target_ns || ahead <= s->maxpacket)
+        s->first_above_ns = 0;
+    else if (s->first_above_ns == 0)
+        s->first_above_ns = head + c->codel_interval_ns;
+    else if (head >= s->first_above_ns)
+        ok_to_drop = 1;
+    if (s->dropping) {
+        if (!ok_to_drop) {
+            s->dropping = 0;
+            return 0;
+        }
+        if (head < s->drop_next_ns)
+            return 0;
+        s->count++;
+        s->drop_next_ns = codel_control_law(c, s->drop_next_ns, s->count);
+        return 1;
+    }
+    if (!ok_to_drop)
+        return 0;
+    /* re-entering soon after the last dropping state: resume near its drop rate */
+    uint32_t delta = s->count - s->lastcount;
+    s->count = delta > 1 && head - s->drop_next_ns < 16 * c->codel_interval_ns ? delta : 1;
+    s->lastcount = s->count;
+    s->dropping = 1;
+    s->drop_next_ns = codel_control_law(c, head, s->count);
+    return 1;
+}
+
+/* Take `len` bytes arriving at t into the bottleneck: 1 with the time its last bit leaves
+ * in *finish; 0 if the drop-tail queue is too full to hold it; -1 if CoDel drops it. */
 static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
 {
     *finish = t;
@@ -202,8 +265,14 @@ static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
         return 0;
     }
     uint64_t begin = d->link_free_ns > t ? d->link_free_ns : t;
+    if (len > d->cd.maxpacket)
+        d->cd.maxpacket = (uint32_t)len;
+    if (d->conf.codel && codel_drop(d, begin, begin - t, backlog))
+        return -1;
     *finish = begin + (uint64_t)((double)len * 8e9 / d->conf.rate_bps);
     d->link_free_ns = *finish;
+    d->st.sojourn_n++;
+    d->st.sojourn_sum_ns += (double)(begin - t);
     if (backlog + len > d->st.max_backlog_bytes)
         d->st.max_backlog_bytes = backlog + len;
     return 1;
@@ -226,7 +295,7 @@ static void cross_until(direction *d, uint64_t t)
             d->cross_next_ns = a - phase + period;
             continue;
         }
-        if (bottleneck(d, c->cross_pkt, a, &finish)) {
+        if (bottleneck(d, c->cross_pkt, a, &finish) > 0) {
             d->st.cross_packets++;
             d->st.cross_bytes += c->cross_pkt;
         } else {
@@ -274,9 +343,15 @@ static void admit(direction *d, uint32_t len, uint64_t t)
     }
     cross_until(d, t);
     uint64_t finish;
-    if (!bottleneck(d, len, t, &finish)) {
+    int fate = bottleneck(d, len, t, &finish);
+    if (fate == 0) {
         d->st.drop_queue_packets++;
         d->st.drop_queue_bytes += len;
+        return;
+    }
+    if (fate < 0) {
+        d->st.drop_aqm_packets++;
+        d->st.drop_aqm_bytes += len;
         return;
     }
     ring_commit(&d->q, release_time(d, finish), len);
@@ -366,13 +441,18 @@ static void print_extras(FILE *f, const direction *d)
             "\"extra_delay_mean_us\":%.1f,\"extra_delay_sd_us\":%.1f,"
             "\"cross_rate_bps\":%.0f,\"cross_on_ms\":%.1f,\"cross_off_ms\":%.1f,"
             "\"cross_packet_bytes\":%u,\"cross_packets\":%llu,\"cross_bytes\":%llu,"
-            "\"cross_drop_packets\":%llu,\"cross_drop_bytes\":%llu}",
+            "\"cross_drop_packets\":%llu,\"cross_drop_bytes\":%llu,"
+            "\"aqm\":\"%s\",\"codel_target_us\":%.1f,\"codel_interval_us\":%.1f,"
+            "\"drop_aqm_packets\":%llu,\"drop_aqm_bytes\":%llu,\"sojourn_mean_us\":%.1f}",
             (double)c->jitter_ns / 1e3, c->jitter_dist == JITTER_NORMAL ? "normal" : "uniform",
             (unsigned long long)s->jitter_clamped_packets, mean / 1e3,
             var > 0 ? sqrt(var) / 1e3 : 0.0, c->cross_bps, (double)c->cross_on_ns / 1e6,
             (double)c->cross_off_ns / 1e6, c->cross_pkt, (unsigned long long)s->cross_packets,
             (unsigned long long)s->cross_bytes, (unsigned long long)s->cross_drop_packets,
-            (unsigned long long)s->cross_drop_bytes);
+            (unsigned long long)s->cross_drop_bytes, c->codel ? "codel" : "none",
+            (double)c->codel_target_ns / 1e3, (double)c->codel_interval_ns / 1e3,
+            (unsigned long long)s->drop_aqm_packets, (unsigned long long)s->drop_aqm_bytes,
+            s->sojourn_n ? s->sojourn_sum_ns / (double)s->sojourn_n / 1e3 : 0.0);
 }
 
 /* Print the stats line: both directions' counters, flushed at once. */
@@ -428,7 +508,9 @@ static void usage(FILE *f)
             "                 [--fwd-queue|--rev-queue BYTES] [--fwd-loss|--rev-loss P]\n"
             "                 [--jitter-us US] [--jitter-dist uniform|normal]\n"
             "                 [--cross-rate BPS] [--cross-on-ms MS] [--cross-off-ms MS]\n"
-            "                 [--cross-pkt BYTES] (each also with fwd-/rev-)\n"
+            "                 [--cross-pkt BYTES] [--aqm none|codel]\n"
+            "                 [--codel-target-us US] [--codel-interval-us US]\n"
+            "                 (each also with fwd-/rev-)\n"
             "                 [--seed N] [--rt-prio 0-99]\n"
             "  fwd = near -> far, rev = far -> near; the unprefixed options set both.\n"
             "  rate in bit/s (0 = unlimited), delay one-way in microseconds,\n"
@@ -438,6 +520,8 @@ static void usage(FILE *f)
             "  ahead of it, so there is no reordering.\n"
             "  cross: an open-loop source sharing the bottleneck and its queue: BPS while on,\n"
             "  on/off periods from the start (off 0 = always on), packets of 1500 bytes.\n"
+            "  aqm codel: CoDel (RFC 8289) drops at the queue's head, target 5000 us and\n"
+            "  interval 100000 us by default; the queue's size stays its hard limit.\n"
             "  --rt-prio N runs the loop SCHED_FIFO at priority N (0 = normal scheduling).\n"
             "  SIGUSR1 prints counters as JSON on stdout; so does exit (SIGTERM/SIGINT).\n");
 }
@@ -467,6 +551,17 @@ static int dist_arg(const char *opt, const char *val)
     exit(2);
 }
 
+/* Parse an AQM name: 1 for codel, 0 for none; exits with a message if unknown. */
+static int aqm_arg(const char *opt, const char *val)
+{
+    if (val && !strcmp(val, "codel"))
+        return 1;
+    if (val && !strcmp(val, "none"))
+        return 0;
+    fprintf(stderr, "delayline: %s needs none or codel, got '%s'\n", opt, val ? val : "(nothing)");
+    exit(2);
+}
+
 /* Apply one per-direction setting (key is an option name without its --, fwd-, rev-). */
 static int set_dir(dir_conf *c, const char *opt, const char *key, const char *val)
 {
@@ -490,6 +585,12 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
         c->cross_off_ns = (uint64_t)(num_arg(opt, val, 0, 3.6e6) * 1e6);
     else if (!strcmp(key, "cross-pkt"))
         c->cross_pkt = (uint32_t)num_arg(opt, val, 64, 65535);
+    else if (!strcmp(key, "aqm"))
+        c->codel = aqm_arg(opt, val);
+    else if (!strcmp(key, "codel-target-us"))
+        c->codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
+    else if (!strcmp(key, "codel-interval-us"))
+        c->codel_interval_ns = (uint64_t)(num_arg(opt, val, 1, 1e8) * 1000.0);
     else
         return -1;
     return 0;
@@ -648,6 +749,8 @@ int main(int argc, char **argv)
     o.fwd.queue_bytes = o.rev.queue_bytes = 1u << 20;
     o.fwd.cross_on_ns = o.rev.cross_on_ns = 1000000000ull;
     o.fwd.cross_pkt = o.rev.cross_pkt = 1500;
+    o.fwd.codel_target_ns = o.rev.codel_target_ns = 5000000ull;        /* RFC 8289's */
+    o.fwd.codel_interval_ns = o.rev.codel_interval_ns = 100000000ull;
     parse_args(argc, argv, &o);
     /* The lab's parent (labctl) may die by SIGKILL: die with it, and say why. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);

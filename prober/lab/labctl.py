@@ -5,6 +5,7 @@
     labctl.py up --rate 100M --rtt 50ms --queue 1M --loss 0.001 [--iperf2] [--server-window 256K]
                  [--jitter 2ms [--jitter-dist normal]] [--cross 40M --cross-on 1s --cross-off 1s]
                  [--bottleneck tbf|htb]          # the kernel's shaper as the bottleneck (README)
+                 [--aqm codel]                   # CoDel at the delay line's bottleneck
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -61,6 +62,7 @@ FAR_DEV = "qpl1"
 IPERF3_PORT = 5201
 IPERF2_PORT = 5001
 BOTTLENECKS = ("delayline", "tbf", "htb")
+AQMS = ("none", "codel")
 IFB_DEV = "qplb"
 
 CLONE_NEWNET = 0x40000000
@@ -138,6 +140,14 @@ class PathSpec:
     # emulation (token-bucket bursts, hrtimer release) to check that quick mode does not
     # depend on the delay line's exact serialisation.
     bottleneck: str = "delayline"
+    # Active queue management at the delay line's bottleneck (both directions): "none"
+    # (drop-tail alone) or "codel" (RFC 8289: target 5 ms, interval 100 ms; the queue's size
+    # stays the hard limit). The kernel here has no codel, fq_codel, red or pie qdisc.
+    aqm: str = "none"
+    # The tbf bottleneck's token bucket in ms at the rate (0: 3 MTUs or 1 ms, whichever is
+    # larger). With a queue of a packet or two it is a policer: bursts pass up to the bucket,
+    # the rest is dropped, nothing waits.
+    burst_ms: float = 0.0
 
     def __post_init__(self):
         problems = []
@@ -165,6 +175,14 @@ class PathSpec:
             problems.append(f"bottleneck {self.bottleneck!r} (allowed: {', '.join(BOTTLENECKS)})")
         elif self.bottleneck != "delayline" and self.cross_mbps:
             problems.append("cross traffic with a kernel bottleneck (allowed only with bottleneck delayline)")
+        if not (0 <= self.burst_ms <= 10000):
+            problems.append(f"burst_ms {self.burst_ms} (allowed: 0-10000)")
+        elif self.burst_ms and self.bottleneck != "tbf":
+            problems.append("burst_ms without a tbf bottleneck (allowed only with bottleneck tbf)")
+        if self.aqm not in AQMS:
+            problems.append(f"aqm {self.aqm!r} (allowed: {', '.join(AQMS)})")
+        elif self.aqm != "none" and self.bottleneck != "delayline":
+            problems.append(f"aqm {self.aqm} with a kernel bottleneck (allowed only with bottleneck delayline)")
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -412,6 +430,8 @@ class Lab:
             # The kernel's qdisc on the far side is the data direction's bottleneck: the delay
             # line only delays (and drops at random) on the way there.
             argv += ["--fwd-rate", "0"]
+        if p.aqm != "none":
+            argv += ["--aqm", p.aqm]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
         if p.cross_mbps:
@@ -457,7 +477,7 @@ class Lab:
         ifb device, whose egress qdisc shapes it before the far stack sees the packets."""
         p, ns = self.path, self.far_ns
         rate = f"{int(p.rate_bps)}bit"
-        burst = max(3 * (p.mtu + 14), int(p.rate_bps / 8 / 1000))
+        burst = max(3 * (p.mtu + 14), int(p.rate_bps / 8 * max(p.burst_ms, 1.0) / 1000))
         cmds = [
             f"ip link add {IFB_DEV} type ifb",
             f"ip link set {IFB_DEV} mtu {p.mtu} txqueuelen 10000 up",
@@ -626,6 +646,8 @@ def _path_from_args(a) -> PathSpec:
         over["cross_off_ms"] = parse_time_ms(a.cross_off)
     if a.bottleneck:
         over["bottleneck"] = a.bottleneck
+    if a.aqm:
+        over["aqm"] = a.aqm
     if over:
         d = asdict(spec)
         d.update(over)
@@ -739,8 +761,10 @@ def cmd_down(a) -> int:
 
 def cmd_paths(a) -> int:
     for name, p in load_paths().items():
-        extra = (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms" if p.jitter_ms else "") + (
-            f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else ""
+        extra = (
+            (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms" if p.jitter_ms else "")
+            + (f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
+            + (f" aqm {p.aqm}" if p.aqm != "none" else "")
         )
         print(
             f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
@@ -774,6 +798,7 @@ def main(argv=None) -> int:
     up.add_argument(
         "--bottleneck", choices=BOTTLENECKS, help="the data direction's bottleneck (default: the delay line's)"
     )
+    up.add_argument("--aqm", choices=AQMS, help="active queue management at the bottleneck (default none)")
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(
         sub.add_parser(n, help=h)

@@ -23,6 +23,7 @@ def assert_conserved(stats):
             d["fwd_packets"]
             + d["drop_queue_packets"]
             + d["drop_loss_packets"]
+            + d["drop_aqm_packets"]
             + d["drop_overflow_packets"]
             + d["write_errors"]
             + d["queued_packets"]

@@ -123,3 +123,27 @@ def test_kernel_bottleneck_adds_no_delay_when_idle(make_lab, bottleneck):
             info = client.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     min_rtt_us = struct.unpack_from("I", info, TCP_INFO_MIN_RTT_OFFSET)[0]
     assert abs(min_rtt_us / 1e3 - rtt_ms) <= 1 + 0.05 * rtt_ms, min_rtt_us
+
+
+def test_kernel_bottleneck_policer_burst_bad_input_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"bad burst_ms without a tbf bottleneck \(allowed only with bottleneck tbf\)"):
+        labctl.PathSpec(name="x", burst_ms=10)
+    with pytest.raises(ValueError, match=r"bad burst_ms -1 \(allowed: 0-10000\)"):
+        labctl.PathSpec(name="x", bottleneck="tbf", burst_ms=-1)
+
+
+@pytest.mark.lab
+def test_kernel_bottleneck_policer_drops_without_queueing(make_lab):
+    # tbf with a 10 ms bucket and a queue of two packets is a policer: 50 Mbit/s x 10 ms is a
+    # bucket of 62,500 bytes, nothing waits for tokens, so bursts beyond the bucket are
+    # dropped and the RTT never grows by a queue.
+    lab = make_lab(name="police", rate_mbps=50, rtt_ms=30, queue_bytes=3000, mtu=1500, bottleneck="tbf", burst_ms=10)
+    assert "burst 62500b limit 3000b" in lab.kernel_bottleneck_stats()
+    j = iperf3(lab, "-t", "3", "-C", "cubic")
+    drops, retransmits = settled_drops_and_retransmits(lab)
+    assert drops > 0 and retransmits > 0, (drops, retransmits)
+    # the bucket's 62,500 bytes are all it lets through above the rate (0.2 Mbit/s over 3 s)
+    assert j["end"]["sum_received"]["bits_per_second"] < 50e6
+    # a queue of two 1,514-byte frames at 50 Mbit/s adds at most 0.5 ms to the 30 ms
+    rtts = [s["rtt"] for s in (i["streams"][0] for i in j["intervals"])]
+    assert max(rtts) <= 30_000 + 5_000, rtts

@@ -1,0 +1,49 @@
+"""The delay line's CoDel (RFC 8289): the AQM the kernel here lacks, for quick mode's hidden paths."""
+
+import subprocess
+
+import pytest
+
+from tests.lab.conftest import labctl
+from tests.lab.test_delayline import assert_conserved, iperf3
+
+
+def test_delayline_bad_aqm_says_what_is_allowed(built_delayline):
+    base = [str(built_delayline), "--near-ns", "/x", "--far-ns", "/y"]
+    r = subprocess.run(base + ["--aqm", "fq_codel"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--aqm needs none or codel, got 'fq_codel'" in r.stderr
+    r = subprocess.run(base + ["--fwd-codel-target-us", "0"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--fwd-codel-target-us needs a number in [1, 1e+07], got '0'" in r.stderr
+
+
+def test_labctl_aqm_bad_input_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"bad aqm 'red' \(allowed: none, codel\)"):
+        labctl.PathSpec(name="x", aqm="red")
+    with pytest.raises(
+        ValueError, match=r"aqm codel with a kernel bottleneck \(allowed only with bottleneck delayline\)"
+    ):
+        labctl.PathSpec(name="x", aqm="codel", bottleneck="htb")
+    assert labctl.PathSpec(name="x").aqm == "none"
+
+
+@pytest.mark.lab
+def test_codel_keeps_bulk_flow_queue_near_target(make_lab):
+    # A 5-BDP buffer (2 MB at 100 Mbit/s x 40 ms): drop-tail lets one CUBIC flow stand ~120 ms
+    # of queue in it (measured: 123 ms mean sojourn, 84 drops at the top). CoDel drops at the
+    # head once the sojourn stayed above 5 ms for 100 ms, so the flow backs off long before
+    # the buffer fills and the queue's mean stays near the target.
+    lab = make_lab(name="codel", rate_mbps=100, rtt_ms=40, queue_bytes=2_000_000, mtu=1500, aqm="codel")
+    j = iperf3(lab, "-t", "4", "-C", "cubic")
+    stats = lab.stats()
+    assert_conserved(stats)
+    fwd = stats["fwd"]
+    assert (fwd["aqm"], fwd["codel_target_us"], fwd["codel_interval_us"]) == ("codel", 5000.0, 100000.0)
+    assert fwd["drop_aqm_packets"] > 0, fwd
+    assert fwd["drop_queue_packets"] == 0 and fwd["max_backlog_bytes"] < fwd["queue_bytes"], fwd
+    # slow-start's burst may stand for CoDel's first interval; after it the target holds
+    assert fwd["sojourn_mean_us"] <= 3 * 5000, fwd
+    # the flow saw the drops, and the ACK direction never queued enough to drop
+    assert j["end"]["sum_sent"]["retransmits"] > 0
+    assert stats["rev"]["drop_aqm_packets"] == 0
