@@ -242,9 +242,11 @@ static int codel_drop(direction *d, uint64_t head, uint64_t sojourn, uint64_t ah
     }
     if (!ok_to_drop)
         return 0;
-    /* re-entering soon after the last dropping state: resume near its drop rate */
+    /* re-entering soon after the last dropping state (its next drop may still be ahead:
+     * a signed difference) resumes near its drop rate */
     uint32_t delta = s->count - s->lastcount;
-    s->count = delta > 1 && head - s->drop_next_ns < 16 * c->codel_interval_ns ? delta : 1;
+    int64_t since = (int64_t)(head - s->drop_next_ns);
+    s->count = delta > 1 && since < (int64_t)(16 * c->codel_interval_ns) ? delta : 1;
     s->lastcount = s->count;
     s->dropping = 1;
     s->drop_next_ns = codel_control_law(c, head, s->count);
