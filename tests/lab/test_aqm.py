@@ -1,21 +1,15 @@
 """The delay line's CoDel (RFC 8289): the AQM the kernel here lacks, for quick mode's hidden paths."""
 
-import subprocess
-
 import pytest
 
 from tests.lab.conftest import labctl
-from tests.lab.test_delayline import assert_conserved, iperf3
+from tests.lab.test_delayline import assert_conserved, delayline_refusal, iperf3
 
 
 def test_delayline_bad_aqm_says_what_is_allowed(built_delayline):
-    base = [str(built_delayline), "--near-ns", "/x", "--far-ns", "/y"]
-    r = subprocess.run(base + ["--aqm", "fq_codel"], capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "--aqm needs none or codel, got 'fq_codel'" in r.stderr
-    r = subprocess.run(base + ["--fwd-codel-target-us", "0"], capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "--fwd-codel-target-us needs a number in [1, 1e+07], got '0'" in r.stderr
+    assert "--aqm needs none or codel, got 'fq_codel'" in delayline_refusal(built_delayline, "--aqm", "fq_codel")
+    stderr = delayline_refusal(built_delayline, "--fwd-codel-target-us", "0")
+    assert "--fwd-codel-target-us needs a number in [1, 1e+07], got '0'" in stderr
 
 
 def test_labctl_aqm_bad_input_says_what_is_allowed():

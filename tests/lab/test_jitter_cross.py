@@ -12,17 +12,14 @@ import time
 import pytest
 
 from tests.lab.conftest import labctl
-from tests.lab.test_delayline import assert_conserved, iperf3
+from tests.lab.test_delayline import assert_conserved, delayline_refusal, iperf3
 
 
 def test_delayline_bad_jitter_and_cross_options_say_what_is_allowed(built_delayline):
-    base = [str(built_delayline), "--near-ns", "/x", "--far-ns", "/y"]
-    r = subprocess.run(base + ["--jitter-dist", "pareto"], capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "--jitter-dist needs uniform or normal, got 'pareto'" in r.stderr
-    r = subprocess.run(base + ["--fwd-cross-on-ms", "0"], capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "--fwd-cross-on-ms needs a number in [1, 3.6e+06], got '0'" in r.stderr
+    stderr = delayline_refusal(built_delayline, "--jitter-dist", "pareto")
+    assert "--jitter-dist needs uniform or normal, got 'pareto'" in stderr
+    stderr = delayline_refusal(built_delayline, "--fwd-cross-on-ms", "0")
+    assert "--fwd-cross-on-ms needs a number in [1, 3.6e+06], got '0'" in stderr
 
 
 def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
