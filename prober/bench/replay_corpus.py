@@ -4,6 +4,7 @@
     replay_corpus.py collect --seed 7 --paths 26 --runs 2 --out test-artifacts/corpus
     replay_corpus.py collect --seed 31 --paths 24 --mtu 1500 --aqm codel --out test-artifacts/codel
     replay_corpus.py collect --seed 33 --paths 24 --mtu 1500 --policer --out test-artifacts/police
+    replay_corpus.py collect --seed 35 --paths 24 --mtu 1500 --jitter-order netem --out test-artifacts/reorder
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
@@ -54,7 +55,12 @@ REPLAY = ROOT / "prober" / "build" / "qwreplay"
 
 
 def draw_row(
-    rng: random.Random, mtu: int = 9000, bottleneck: str = "delayline", aqm: str = "none", policer: bool = False
+    rng: random.Random,
+    mtu: int = 9000,
+    bottleneck: str = "delayline",
+    aqm: str = "none",
+    policer: bool = False,
+    jitter_order: str = "fifo",
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -64,7 +70,9 @@ def draw_row(
     drawn, as where one is deployed (fq_codel's limit is 10,240 packets): the AQM, not the
     buffer's top, sets where the flow meets loss; the same seed draws the same paths. A
     policer is the kernel's tbf with a bucket of POLICER_BURST_MS at the rate and a queue of
-    two packets: what exceeds the bucket is dropped, nothing waits."""
+    two packets: what exceeds the bucket is dropped, nothing waits. With jitter_order netem
+    every path has jitter (the draw's, or uniform +-2 ms where it drew none: netem's default
+    distribution) and each packet keeps its own draw, reordering a bulk flow as netem does."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -82,6 +90,8 @@ def draw_row(
         queue = 4.0
     if policer:
         bottleneck, cross = "tbf", None
+    if jitter_order != "fifo" and jitter is None:
+        jitter = ("uniform", 2.0)
     path = bq._custom(rate, rtt, queue, loss=loss, jitter=jitter, cross=cross)
     if mtu != path.mtu:
         path = dataclasses.replace(path, mtu=mtu, name=f"{path.name}-m{mtu}")
@@ -89,6 +99,8 @@ def draw_row(
         path = dataclasses.replace(path, bottleneck=bottleneck, name=f"{path.name}-k{bottleneck}")
     if aqm != "none":
         path = dataclasses.replace(path, aqm=aqm, name=f"{path.name}-{aqm}")
+    if jitter_order != "fifo":
+        path = dataclasses.replace(path, jitter_order=jitter_order, name=f"{path.name}-{jitter_order}")
     if policer:
         name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
         path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
@@ -114,7 +126,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer)
+        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             for k in range(a.runs):
@@ -286,6 +298,12 @@ def main(argv=None) -> int:
         "--policer",
         action="store_true",
         help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
+    )
+    c.add_argument(
+        "--jitter-order",
+        choices=labctl.JITTER_ORDERS,
+        default="fifo",
+        help="netem: jitter on every path, each packet its own draw (reordering, as netem does)",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

@@ -7,7 +7,10 @@
  * entry. Packets leave at serialization finish + delay (+ optional per-packet
  * jitter, clamped so a packet never leaves before the one ahead of it): release
  * times are non-decreasing per direction, so a FIFO byte ring is the time-ordered
- * queue and packets never reorder. An optional open-loop cross-traffic source
+ * queue and packets never reorder. With --jitter-order netem each packet keeps its own
+ * draw, as netem's time-sorted queue does, and overtakes the ones ahead of it that drew
+ * more: the ring stays in arrival order and a heap of release times says which is due. An
+ * optional open-loop cross-traffic source
  * (on/off, constant rate while on) occupies the same bottleneck and queue. An
  * optional CoDel (RFC 8289) drops at the head of that queue instead of waiting for it to
  * fill.
@@ -34,25 +37,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlring.h"
+
 #define READ_MAX 65536u      /* largest IP packet a TUN can hand us */
-#define HDR_SIZE 16u
-#define WRAP_MARK 0xffffffffu
 #define RING_MIN (8u << 20)
 #define RING_MAX ((size_t)1 << 30)
 
-typedef struct {
-    uint64_t release_ns;
-    uint32_t len;
-    uint32_t pad;
-} ring_hdr;
-
-typedef struct {
-    uint8_t *buf;
-    size_t cap, head, tail, used;
-    uint64_t packets;        /* entries queued, for the conservation check */
-} ring;
-
 enum { JITTER_UNIFORM, JITTER_NORMAL };
+enum { ORDER_FIFO, ORDER_NETEM };
 
 typedef struct {
     double rate_bps;         /* 0 = no bottleneck */
@@ -61,6 +53,7 @@ typedef struct {
     double loss;
     uint64_t jitter_ns;      /* uniform: +/- this; normal: this is the std-dev */
     int jitter_dist;
+    int jitter_order;        /* ORDER_FIFO: never reorder; ORDER_NETEM: each its own draw */
     double cross_bps;        /* open-loop cross traffic while on; 0 = none */
     uint64_t cross_on_ns, cross_off_ns;   /* off 0 = always on */
     uint32_t cross_pkt;      /* bytes per cross packet */
@@ -76,6 +69,7 @@ typedef struct {
     uint64_t max_backlog_bytes, min_drop_backlog_bytes;
     uint64_t late_max_ns, late_sum_ns;
     uint64_t jitter_clamped_packets;      /* held back to keep FIFO order */
+    uint64_t jitter_reordered_packets;    /* netem order: due before one ahead of them */
     uint64_t extra_n;
     double extra_sum_ns, extra_sq_ns;     /* applied delay beyond the fixed one */
     uint64_t cross_packets, cross_bytes, cross_drop_packets, cross_drop_bytes;
@@ -123,70 +117,6 @@ static double rng_uniform(void)
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
     return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
-}
-
-/* Round up to the ring's 16-byte entry alignment. */
-static size_t align16(size_t n)
-{
-    return (n + 15u) & ~(size_t)15u;
-}
-
-/* Contiguous room for `need` bytes at the tail, wrapping if needed; NULL if full. */
-static uint8_t *ring_reserve(ring *r, size_t need)
-{
-    if (r->used == 0)
-        r->head = r->tail = 0;
-    else if (r->tail == r->head)
-        return NULL;
-    if (r->tail >= r->head) {
-        if (r->cap - r->tail >= need)
-            return r->buf + r->tail;
-        if (r->head < need)
-            return NULL;
-        ((ring_hdr *)(r->buf + r->tail))->len = WRAP_MARK;
-        r->used += r->cap - r->tail;
-        r->tail = 0;
-        return r->buf;
-    }
-    return (r->head - r->tail >= need) ? r->buf + r->tail : NULL;
-}
-
-/* Make the entry written at the tail part of the queue. */
-static void ring_commit(ring *r, uint64_t release_ns, uint32_t len)
-{
-    ring_hdr *h = (ring_hdr *)(r->buf + r->tail);
-    size_t span = align16(HDR_SIZE + len);
-    h->release_ns = release_ns;
-    h->len = len;
-    r->tail += span;
-    r->used += span;
-    r->packets++;
-    if (r->tail == r->cap)
-        r->tail = 0;
-}
-
-/* The oldest entry, skipping wrap marks; NULL when empty. */
-static ring_hdr *ring_peek(ring *r)
-{
-    while (r->used > 0) {
-        ring_hdr *h = (ring_hdr *)(r->buf + r->head);
-        if (h->len != WRAP_MARK)
-            return h;
-        r->used -= r->cap - r->head;
-        r->head = 0;
-    }
-    return NULL;
-}
-
-/* Drop the oldest entry (the one ring_peek returned). */
-static void ring_pop(ring *r, const ring_hdr *h)
-{
-    size_t span = align16(HDR_SIZE + h->len);
-    r->head += span;
-    r->used -= span;
-    r->packets--;
-    if (r->head == r->cap)
-        r->head = 0;
 }
 
 /* Bytes waiting for the bottleneck at time t (the drop-tail queue's fill). */
@@ -309,7 +239,7 @@ static void cross_until(direction *d, uint64_t t)
 }
 
 /* When a packet that left the bottleneck at `finish` is released: the fixed delay plus
- * jitter, but never before the packet ahead of it (FIFO: packets never reorder). */
+ * jitter, but (FIFO order) never before the packet ahead of it. */
 static uint64_t release_time(direction *d, uint64_t finish)
 {
     const dir_conf *c = &d->conf;
@@ -321,11 +251,14 @@ static uint64_t release_time(direction *d, uint64_t finish)
             delay = 0;
     }
     uint64_t release = finish + (uint64_t)delay;
-    if (release < d->last_release_ns) {
+    if (release < d->last_release_ns && c->jitter_order == ORDER_NETEM)
+        d->st.jitter_reordered_packets++;
+    else if (release < d->last_release_ns) {
         release = d->last_release_ns;
         d->st.jitter_clamped_packets++;
     }
-    d->last_release_ns = release;
+    if (release > d->last_release_ns)
+        d->last_release_ns = release;
     double extra = (double)(release - finish) - (double)c->delay_ns;
     d->st.extra_n++;
     d->st.extra_sum_ns += extra;
@@ -385,24 +318,38 @@ static int drain_input(direction *d)
     }
 }
 
-/* Write out every packet whose release time has come; return the next one's, or 0. */
+/* Write one due packet out at t, counting how late it left. */
+static void send_packet(direction *d, ring_hdr *h, uint64_t t)
+{
+    uint64_t late = t - h->release_ns;
+    if (late > d->st.late_max_ns)
+        d->st.late_max_ns = late;
+    d->st.late_sum_ns += late;
+    if (write(d->out_fd, (uint8_t *)h + HDR_SIZE, h->len) == (ssize_t)h->len) {
+        d->st.fwd_packets++;
+        d->st.fwd_bytes += h->len;
+    } else {
+        d->st.write_errors++;
+    }
+}
+
+/* Write out every packet whose release time has come; return the next one's, or 0. In
+ * netem order the heap says which are due, wherever they sit in the ring, and the ring
+ * frees the written ones once they reach its head. */
 static uint64_t release_due(direction *d, uint64_t t)
 {
+    ring *r = &d->q;
     ring_hdr *h;
-    while ((h = ring_peek(&d->q)) != NULL) {
+    if (r->due) {
+        while ((h = ring_take_due(r, t)) != NULL)
+            send_packet(d, h, t);
+        return ring_settle(r);
+    }
+    while ((h = ring_peek(r)) != NULL) {
         if (h->release_ns > t)
             return h->release_ns;
-        uint64_t late = t - h->release_ns;
-        if (late > d->st.late_max_ns)
-            d->st.late_max_ns = late;
-        d->st.late_sum_ns += late;
-        if (write(d->out_fd, (uint8_t *)h + HDR_SIZE, h->len) == (ssize_t)h->len) {
-            d->st.fwd_packets++;
-            d->st.fwd_bytes += h->len;
-        } else {
-            d->st.write_errors++;
-        }
-        ring_pop(&d->q, h);
+        send_packet(d, h, t);
+        ring_pop(r, h);
     }
     return 0;
 }
@@ -428,7 +375,7 @@ static void print_dir(FILE *f, const direction *d)
             (unsigned long long)s->max_backlog_bytes,
             (unsigned long long)s->min_drop_backlog_bytes, s->late_max_ns / 1e3,
             s->fwd_packets ? (double)s->late_sum_ns / (double)s->fwd_packets / 1e3 : 0.0,
-            (unsigned long long)d->q.packets);
+            (unsigned long long)(d->q.packets - d->q.sent));
 }
 
 /* Print a direction's jitter and cross-traffic settings and counters (JSON members). */
@@ -439,7 +386,8 @@ static void print_extras(FILE *f, const direction *d)
     uint64_t n = s->extra_n;
     double mean = n ? s->extra_sum_ns / (double)n : 0.0;
     double var = n ? s->extra_sq_ns / (double)n - mean * mean : 0.0;
-    fprintf(f, ",\"jitter_us\":%.1f,\"jitter_dist\":\"%s\",\"jitter_clamped_packets\":%llu,"
+    fprintf(f, ",\"jitter_us\":%.1f,\"jitter_dist\":\"%s\",\"jitter_order\":\"%s\","
+            "\"jitter_clamped_packets\":%llu,\"jitter_reordered_packets\":%llu,"
             "\"extra_delay_mean_us\":%.1f,\"extra_delay_sd_us\":%.1f,"
             "\"cross_rate_bps\":%.0f,\"cross_on_ms\":%.1f,\"cross_off_ms\":%.1f,"
             "\"cross_packet_bytes\":%u,\"cross_packets\":%llu,\"cross_bytes\":%llu,"
@@ -447,7 +395,9 @@ static void print_extras(FILE *f, const direction *d)
             "\"aqm\":\"%s\",\"codel_target_us\":%.1f,\"codel_interval_us\":%.1f,"
             "\"drop_aqm_packets\":%llu,\"drop_aqm_bytes\":%llu,\"sojourn_mean_us\":%.1f}",
             (double)c->jitter_ns / 1e3, c->jitter_dist == JITTER_NORMAL ? "normal" : "uniform",
-            (unsigned long long)s->jitter_clamped_packets, mean / 1e3,
+            c->jitter_order == ORDER_NETEM ? "netem" : "fifo",
+            (unsigned long long)s->jitter_clamped_packets,
+            (unsigned long long)s->jitter_reordered_packets, mean / 1e3,
             var > 0 ? sqrt(var) / 1e3 : 0.0, c->cross_bps, (double)c->cross_on_ns / 1e6,
             (double)c->cross_off_ns / 1e6, c->cross_pkt, (unsigned long long)s->cross_packets,
             (unsigned long long)s->cross_bytes, (unsigned long long)s->cross_drop_packets,
@@ -509,6 +459,7 @@ static void usage(FILE *f)
             "                 [--fwd-rate|--rev-rate BPS] [--fwd-delay-us|--rev-delay-us US]\n"
             "                 [--fwd-queue|--rev-queue BYTES] [--fwd-loss|--rev-loss P]\n"
             "                 [--jitter-us US] [--jitter-dist uniform|normal]\n"
+            "                 [--jitter-order fifo|netem]\n"
             "                 [--cross-rate BPS] [--cross-on-ms MS] [--cross-off-ms MS]\n"
             "                 [--cross-pkt BYTES] [--aqm none|codel]\n"
             "                 [--codel-target-us US] [--codel-interval-us US]\n"
@@ -518,8 +469,9 @@ static void usage(FILE *f)
             "  rate in bit/s (0 = unlimited), delay one-way in microseconds,\n"
             "  queue in bytes (drop-tail), loss a probability in [0, 1).\n"
             "  jitter: per-packet delay variation after the bottleneck, uniform in +/- US or\n"
-            "  normal with std-dev US (default uniform); a packet never leaves before the one\n"
-            "  ahead of it, so there is no reordering.\n"
+            "  normal with std-dev US (default uniform; cut at 4 std-devs); order fifo (the\n"
+            "  default): a packet never leaves before the one ahead of it, no reordering;\n"
+            "  netem: each packet keeps its own draw and overtakes any that drew more.\n"
             "  cross: an open-loop source sharing the bottleneck and its queue: BPS while on,\n"
             "  on/off periods from the start (off 0 = always on), packets of 1500 bytes.\n"
             "  aqm codel: CoDel (RFC 8289) drops at the queue's head, target 5000 us and\n"
@@ -553,6 +505,17 @@ static int dist_arg(const char *opt, const char *val)
     exit(2);
 }
 
+/* Parse a jitter order name; exits with a message if unknown. */
+static int order_arg(const char *opt, const char *val)
+{
+    if (val && !strcmp(val, "fifo"))
+        return ORDER_FIFO;
+    if (val && !strcmp(val, "netem"))
+        return ORDER_NETEM;
+    fprintf(stderr, "delayline: %s needs fifo or netem, got '%s'\n", opt, val ? val : "(nothing)");
+    exit(2);
+}
+
 /* Parse an AQM name: 1 for codel, 0 for none; exits with a message if unknown. */
 static int aqm_arg(const char *opt, const char *val)
 {
@@ -579,6 +542,8 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
         c->jitter_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
     else if (!strcmp(key, "jitter-dist"))
         c->jitter_dist = dist_arg(opt, val);
+    else if (!strcmp(key, "jitter-order"))
+        c->jitter_order = order_arg(opt, val);
     else if (!strcmp(key, "cross-rate"))
         c->cross_bps = num_arg(opt, val, 0, 1e12);
     else if (!strcmp(key, "cross-on-ms"))
@@ -651,9 +616,8 @@ static int setup_dir(direction *d, const char *name, int in_fd, int out_fd, dir_
     d->out_fd = out_fd;
     d->conf = c;
     d->cross_next_ns = start_ns;
-    d->q.cap = cap > (double)RING_MAX ? RING_MAX : align16((size_t)cap);
-    d->q.buf = malloc(d->q.cap);
-    if (!d->q.buf) {
+    size_t size = cap > (double)RING_MAX ? RING_MAX : align16((size_t)cap);
+    if (ring_open(&d->q, size, c.jitter_order == ORDER_NETEM) < 0) {
         fprintf(stderr, "delayline: cannot allocate %zu bytes for the %s queue\n", d->q.cap, name);
         return -1;
     }
@@ -776,7 +740,7 @@ int main(int argc, char **argv)
     print_stats("ready", &fwd, &rev);
     int rc = run(&fwd, &rev, sfd);
     print_stats("exit", &fwd, &rev);
-    free(fwd.q.buf);
-    free(rev.q.buf);
+    ring_close(&fwd.q);
+    ring_close(&rev.q);
     return rc;
 }

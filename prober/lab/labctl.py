@@ -63,6 +63,7 @@ IPERF3_PORT = 5201
 IPERF2_PORT = 5001
 BOTTLENECKS = ("delayline", "tbf", "htb")
 AQMS = ("none", "codel")
+JITTER_ORDERS = ("fifo", "netem")
 IFB_DEV = "qplb"
 
 CLONE_NEWNET = 0x40000000
@@ -126,9 +127,12 @@ class PathSpec:
     server_window: str | None = None
     description: str = ""
     # Per-packet one-way delay jitter on both directions: uniform in +/- jitter_ms, or normal
-    # with std-dev jitter_ms. FIFO: a packet never leaves before the one ahead of it.
+    # with std-dev jitter_ms (cut at 4 std-devs). jitter_order "fifo": a packet never leaves
+    # before the one ahead of it; "netem": each keeps its own draw and overtakes those ahead
+    # that drew more, as netem's time-sorted queue reorders a bulk flow.
     jitter_ms: float = 0.0
     jitter_dist: str = "uniform"
+    jitter_order: str = "fifo"
     # Open-loop cross traffic on the forward (data) bottleneck: cross_mbps while on, periodic
     # on/off from the delay line's start (cross_off_ms 0 = always on), 1500-byte packets.
     cross_mbps: float = 0.0
@@ -165,6 +169,8 @@ class PathSpec:
             problems.append(f"jitter_ms {self.jitter_ms} (allowed: 0-1000)")
         if self.jitter_dist not in ("uniform", "normal"):
             problems.append(f"jitter_dist {self.jitter_dist!r} (allowed: uniform, normal)")
+        if self.jitter_order not in JITTER_ORDERS:
+            problems.append(f"jitter_order {self.jitter_order!r} (allowed: {', '.join(JITTER_ORDERS)})")
         if not (0 <= self.cross_mbps < self.rate_mbps):
             problems.append(f"cross_mbps {self.cross_mbps} (allowed: 0 <= cross < the rate, {self.rate_mbps:g})")
         if not (1 <= self.cross_on_ms <= 3.6e6) or not (0 <= self.cross_off_ms <= 3.6e6):
@@ -434,6 +440,7 @@ class Lab:
             argv += ["--aqm", p.aqm]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
+            argv += ["--jitter-order", p.jitter_order]
         if p.cross_mbps:
             # Only the data direction (near -> far): the ACK path stays clean.
             argv += [
@@ -638,6 +645,8 @@ def _path_from_args(a) -> PathSpec:
         over["jitter_ms"] = parse_time_ms(a.jitter)
     if a.jitter_dist:
         over["jitter_dist"] = a.jitter_dist
+    if a.jitter_order:
+        over["jitter_order"] = a.jitter_order
     if a.cross:
         over["cross_mbps"] = parse_rate(a.cross) / 1e6
     if a.cross_on:
@@ -762,7 +771,7 @@ def cmd_down(a) -> int:
 def cmd_paths(a) -> int:
     for name, p in load_paths().items():
         extra = (
-            (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms" if p.jitter_ms else "")
+            (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms {p.jitter_order}" if p.jitter_ms else "")
             + (f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
             + (f" aqm {p.aqm}" if p.aqm != "none" else "")
         )
@@ -789,9 +798,14 @@ def main(argv=None) -> int:
     up.add_argument(
         "--jitter",
         help="per-packet one-way delay jitter, e.g. 2ms (uniform +/-, or "
-        "the std-dev with --jitter-dist normal); packets never reorder",
+        "the std-dev with --jitter-dist normal); packets never reorder unless --jitter-order netem",
     )
     up.add_argument("--jitter-dist", choices=("uniform", "normal"), help="jitter distribution")
+    up.add_argument(
+        "--jitter-order",
+        choices=JITTER_ORDERS,
+        help="fifo (default): never reorder; netem: each packet its own draw, reordering as netem does",
+    )
     up.add_argument("--cross", help="open-loop cross traffic on the data direction, e.g. 40M")
     up.add_argument("--cross-on", help="cross traffic on period, e.g. 1s (default 1s)")
     up.add_argument("--cross-off", help="cross traffic off period, e.g. 1s (default 0: always on)")

@@ -18,6 +18,8 @@ from tests.lab.test_delayline import assert_conserved, delayline_refusal, iperf3
 def test_delayline_bad_jitter_and_cross_options_say_what_is_allowed(built_delayline):
     stderr = delayline_refusal(built_delayline, "--jitter-dist", "pareto")
     assert "--jitter-dist needs uniform or normal, got 'pareto'" in stderr
+    stderr = delayline_refusal(built_delayline, "--fwd-jitter-order", "lifo")
+    assert "--fwd-jitter-order needs fifo or netem, got 'lifo'" in stderr
     stderr = delayline_refusal(built_delayline, "--fwd-cross-on-ms", "0")
     assert "--fwd-cross-on-ms needs a number in [1, 3.6e+06], got '0'" in stderr
 
@@ -25,6 +27,8 @@ def test_delayline_bad_jitter_and_cross_options_say_what_is_allowed(built_delayl
 def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
     with pytest.raises(ValueError, match=r"bad jitter_dist 'pareto' \(allowed: uniform, normal\)"):
         labctl.PathSpec(name="x", jitter_ms=1, jitter_dist="pareto")
+    with pytest.raises(ValueError, match=r"bad jitter_order 'lifo' \(allowed: fifo, netem\)"):
+        labctl.PathSpec(name="x", jitter_ms=1, jitter_order="lifo")
     with pytest.raises(ValueError, match=r"bad cross_mbps 100 \(allowed: 0 <= cross < the rate, 100\)"):
         labctl.PathSpec(name="x", rate_mbps=100, cross_mbps=100)
     p = labctl.PathSpec(name="x", rate_mbps=100, cross_mbps=40, cross_on_ms=200, cross_off_ms=300)
@@ -35,12 +39,13 @@ def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
 SO_TIMESTAMPNS = 35  # Linux (asm-generic, 64-bit): a struct timespec per datagram, CLOCK_REALTIME
 
 
-def one_way_delays_ms(lab, count: int, gap_s: float) -> list[float]:
-    """One-way delays near -> far of `count` UDP datagrams sent gap_s apart: the send time
-    (CLOCK_REALTIME, in the payload) against the kernel's receive timestamp in the far
-    namespace (the same clock: one host). Kernel timestamps keep this box's scheduling
-    noise out of the figure; datagrams further apart than the jitter never wait for each
-    other in the delay line, so they show the configured distribution."""
+def one_way_delays_ms(lab, count: int, gap_s: float, sent_ns: list | None = None) -> list[float]:
+    """One-way delays near -> far of `count` UDP datagrams sent gap_s apart, in the order
+    they arrived: the send time (CLOCK_REALTIME, in the payload; appended to sent_ns if
+    given) against the kernel's receive timestamp in the far namespace (the same clock: one
+    host). Kernel timestamps keep this box's scheduling noise out of the figure; datagrams
+    further apart than the jitter never wait for each other in the delay line, so they show
+    the configured distribution."""
     rx = lab.socket(socket.AF_INET, socket.SOCK_DGRAM, where="far")
     rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     rx.bind((lab.far_addr, 0))
@@ -54,6 +59,8 @@ def one_way_delays_ms(lab, count: int, gap_s: float) -> list[float]:
             assert (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS)
             sec, nsec = struct.unpack("qq", ts[:16])
             delays.append((sec * 1e9 + nsec - int.from_bytes(data, "big")) / 1e6)
+            if sent_ns is not None:
+                sent_ns.append(int.from_bytes(data, "big"))
 
     t = threading.Thread(target=receive, daemon=True)
     t.start()
@@ -108,6 +115,33 @@ def test_jitter_light_flow_delay_spread_matches_config(make_lab, dist, jitter_ms
     assert abs(statistics.median(delays) - rtt_ms / 2) <= 1.0, delays
     if dist == "uniform":
         assert min(delays) >= rtt_ms / 2 - jitter_ms - 0.05, min(delays)
+
+
+@pytest.mark.lab
+def test_jitter_netem_order_gives_each_packet_its_own_draw(make_lab):
+    # 1 ms apart under +-4 ms: in FIFO order most would wait for the one ahead; in netem
+    # order each leaves at its own draw, so they arrive out of order, and the delays keep
+    # U(-4, +4)'s zero mean, its spread (4 / sqrt(3) ms) and its edges.
+    rtt_ms, jitter_ms = 30, 4.0
+    lab = make_lab(
+        name="jit-netem", rate_mbps=100, rtt_ms=rtt_ms, queue_bytes=1 << 20, jitter_ms=jitter_ms, jitter_order="netem"
+    )
+    sent = []
+    delays = one_way_delays_ms(lab, 400, 0.001, sent)
+    stats = lab.stats()
+    assert_conserved(stats)
+    fwd = stats["fwd"]
+    assert fwd["jitter_order"] == "netem" and fwd["jitter_clamped_packets"] == 0, fwd
+    overtaken = sum(b < a for a, b in zip(sent, sent[1:]))
+    assert overtaken >= 100, overtaken
+    # what the delay line applied (its own record): every draw, none held back
+    assert fwd["jitter_reordered_packets"] >= 100, fwd
+    assert abs(fwd["extra_delay_mean_us"]) <= 300, fwd
+    assert fwd["extra_delay_sd_us"] / 1e3 == pytest.approx(jitter_ms / math.sqrt(3), rel=0.15), fwd
+    # and what the far side saw: inside the draw's range but for this box's stalls (as above)
+    drawn = [d for d in delays if rtt_ms / 2 - jitter_ms - 0.05 <= d <= rtt_ms / 2 + jitter_ms + 1.0]
+    assert len(delays) - len(drawn) <= 8, sorted(delays)[-10:]
+    assert statistics.stdev(drawn) == pytest.approx(jitter_ms / math.sqrt(3), rel=0.15), delays
 
 
 @pytest.mark.lab
