@@ -246,7 +246,10 @@ static uint64_t release_time(direction *d, uint64_t finish)
     double delay = (double)c->delay_ns;
     if (c->jitter_ns) {
         double j = (double)c->jitter_ns;
-        delay += c->jitter_dist == JITTER_NORMAL ? j * rng_normal() : j * (2.0 * rng_uniform() - 1.0);
+        /* a normal draw is cut at 4 std-devs, as netem's table is: the ring's size allows
+         * for that much */
+        delay += c->jitter_dist == JITTER_NORMAL ? j * fmax(-4.0, fmin(4.0, rng_normal()))
+                                                 : j * (2.0 * rng_uniform() - 1.0);
         if (delay < 0)
             delay = 0;
     }
