@@ -33,6 +33,7 @@ typedef struct {
     qw_sample last;         /* the latest sample, aggregated as window_sample does */
     uint32_t last_retrans;  /* its summed total_retrans */
     int overshoot[QP_MAX_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
+    uint64_t ssthresh[QP_MAX_STREAMS];  /* each stream's latest ssthresh_bytes (0: never set) */
     int open, have_last;
     qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
                                measure.c keeps it */
@@ -59,8 +60,10 @@ static double num(const json_t *o, const char *key)
 }
 
 /* Aggregate one sample event's streams into q as measure.c's window_sample does
- * (overshoot: each stream's overshoot_recovery, carried from sample to sample). */
-static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *overshoot)
+ * (overshoot: each stream's overshoot_recovery, and ssthresh its ssthresh_bytes, carried
+ * from sample to sample). */
+static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *overshoot,
+                      uint64_t *ssthresh)
 {
     json_t *streams = json_object_get(ev, "streams"), *st;
     size_t i, n = json_array_size(streams);
@@ -98,8 +101,12 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         if (i < QP_MAX_STREAMS) {
+            uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
+
             overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
             q->overshoot_recovery |= overshoot[i];
+            q->ssthresh_set |= qw_ssthresh_set(ssthresh[i], sst);
+            ssthresh[i] = sst;
         }
         q->bbr_cruising &= json_is_object(bbr) && qw_bbr_cruising(pg, cg);
         if (json_is_object(bbr)) {
@@ -209,7 +216,7 @@ static int replay_file(const char *path, replay *r)
         if (strcmp(kind, "start") == 0) {
             start(r, ev);
         } else if (strcmp(kind, "sample") == 0) {
-            aggregate(ev, &r->last, &r->last_retrans, r->overshoot);
+            aggregate(ev, &r->last, &r->last_retrans, r->overshoot, r->ssthresh);
             r->have_last = 1;
             if (r->open)
                 feed(r);

@@ -108,9 +108,11 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     char msg[128];
     ss_sample ss;
     ss_rule rule;
+    uint64_t ssthresh0 = s->ti.ssthresh_bytes;
 
     if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
         return;
+    s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
@@ -182,6 +184,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;
         q->overshoot_recovery |= r->streams[i].overshoot_recovery;
+        q->ssthresh_set |= r->streams[i].ssthresh_set;
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;

@@ -554,10 +554,16 @@ static int try_start(qw_window *w, const qw_sample *s)
 }
 
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
- * that came and went between two samples. */
+ * that came and went between two samples. A loss-based cc's retransmission outside any
+ * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
+ * a tail-loss probe, or RACK resending packets that were only reordered (netem's jitter
+ * reorders a bulk flow, and Linux sends such a retransmission in Disorder without cutting
+ * cwnd). It neither counts as an event nor ends the loss-free packets. */
 static void count_events(qw_window *w, const qw_sample *s)
 {
     double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
+    int lost = s->retrans != w->prev_retrans &&
+               (w->p.bbr || s->in_recovery || w->prev_recovery || s->ssthresh_set);
 
     if (q > w->max_queue)
         w->max_queue = q;
@@ -565,8 +571,7 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->slice_qmin = q;
     if (q_lo < w->slice_qlo_min)
         w->slice_qlo_min = q_lo;
-    if ((s->in_recovery && !w->prev_recovery) ||
-        (!s->in_recovery && !w->prev_recovery && s->retrans != w->prev_retrans)) {
+    if ((s->in_recovery && !w->prev_recovery) || (!s->in_recovery && !w->prev_recovery && lost)) {
         double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
 
         w->events++;
@@ -597,7 +602,7 @@ static void count_events(qw_window *w, const qw_sample *s)
         s->t_s - w->event_t >= 2e-6 * s->rtt_us &&
         (w->queue_cwnd_bytes == 0 || s->cwnd_bytes < w->queue_cwnd_bytes))
         w->queue_cwnd_bytes = s->cwnd_bytes;
-    if (s->in_recovery || s->retrans != w->prev_retrans)
+    if (s->in_recovery || lost)
         w->clean_from_bytes = s->delivered_bytes;
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;

@@ -59,6 +59,8 @@ typedef struct {
     uint32_t min_rtt_us;        /* smallest min RTT (BBR's own when known) */
     uint32_t retrans;           /* total retransmissions so far */
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
+    int ssthresh_set;           /* some stream's cc set its ssthresh anew since the sample
+                                   before (qw_ssthresh_set): it answered a loss */
     int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
                                    STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
@@ -395,6 +397,14 @@ const char *qw_bbr_mode_name(qw_bbr_mode m);
 /* One stream's overshoot_recovery at a sample, from the previous one: in a loss recovery
  * that began while it was in STARTUP or DRAIN (and has not ended since). */
 int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode);
+
+/* 1 if a stream's ssthresh (bytes, 0 never set) is set anew: now differs from prev. Reno
+ * and CUBIC set it to beta x cwnd on every loss they answer, above the last one's when cwnd
+ * grew past that cut's peak, so a change, not a fall, is the sign. An undo restores the old
+ * value, and a loss answered and undone between two samples leaves none. A retransmission
+ * with no new ssthresh outside a recovery (a tail-loss probe, or RACK's for packets only
+ * reordered) is no congestion event: the cc did not respond. */
+int qw_ssthresh_set(uint64_t prev, uint64_t now);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b);

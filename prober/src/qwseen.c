@@ -144,3 +144,9 @@ int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode)
 {
     return in_recovery && (prev || mode == QW_BBR_STARTUP || mode == QW_BBR_DRAIN);
 }
+
+/* 1 if a stream's ssthresh is set anew: now differs from prev (quickwin.h). */
+int qw_ssthresh_set(uint64_t prev, uint64_t now)
+{
+    return now > 0 && now != prev;
+}

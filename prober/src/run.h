@@ -30,6 +30,7 @@ typedef struct {
     uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */
     double drain_wnd_t;             /* when it last changed */
     int overshoot_recovery;         /* in a recovery begun in BBR's STARTUP or DRAIN */
+    int ssthresh_set;               /* ssthresh set anew since the sample before */
     ss_detector det;
     ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
     double ss_t;

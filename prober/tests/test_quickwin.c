@@ -437,8 +437,9 @@ static void test_scattered_peaks_are_level(void)
 /* A full link (queue 0.6 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
  * packets a second, a window of 60): the queue proves a full buffer's cut harmless, but
  * the window waits for 5,000 loss-free packets (2.9 s; 10 / 3 W^2 would be 12,000) to rule
- * out random loss of 0.1 %; a retransmission at 2.5 s starts the count again, and then
- * 5 s is not enough. */
+ * out random loss of 0.1 %; a loss at 2.5 s (a retransmission and CUBIC's new ssthresh)
+ * starts the count again, and then 5 s is not enough. A retransmission with none outside
+ * a recovery (a tail-loss probe, or RACK's for a packet only reordered) does not. */
 static void test_loss_free_packets_before_the_queue_proof(void)
 {
     qw_params p = defaults(0);
@@ -473,11 +474,28 @@ static void test_loss_free_packets_before_the_queue_proof(void)
     for (int i = 125; i < z.n; i++)
         z.s[i].retrans = 1;
     qw_open(&w, &p, 0.0, 60 * MSS, 0);
+    CHECK(feed_from(0) == k);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 20e6, 20e6 * 1e-3);
+    z.s[125].ssthresh_set = 1;
+    qw_open(&w, &p, 0.0, 60 * MSS, 0);
     feed_from(0);
     CHECK(w.state == QW_GAVE_UP);
     CHECK(qw_hold_of(&w) == QW_HOLD_LOSS_FREE);
     CHECK_STR(qw_hold_name(qw_hold_of(&w)), "loss_free");
     g_min_rtt_us = 0;
+}
+
+/* A stream's ssthresh set anew (qw_ssthresh_set): for the first time, lowered, or raised
+ * (a cut from a cwnd that grew past the last cut's peak); not a value unchanged or never
+ * set. */
+static void test_ssthresh_set_is_a_new_value(void)
+{
+    CHECK(qw_ssthresh_set(0, 0) == 0);
+    CHECK(qw_ssthresh_set(0, 1000) == 1);
+    CHECK(qw_ssthresh_set(2000, 1400) == 1);
+    CHECK(qw_ssthresh_set(1400, 2100) == 1);
+    CHECK(qw_ssthresh_set(1400, 1400) == 0);
+    CHECK(qw_ssthresh_set(1400, 0) == 0);
 }
 
 /* Open the window at 0 on z (Reno, after a loss), tell it the overshoot's srtt, feed it. */
@@ -1442,6 +1460,7 @@ int main(int argc, char **argv)
     test_falling_peaks_are_a_transient();
     test_scattered_peaks_are_level();
     test_loss_free_packets_before_the_queue_proof();
+    test_ssthresh_set_is_a_new_value();
     test_overshoot_proves_a_deep_buffer();
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();

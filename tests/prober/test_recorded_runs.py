@@ -50,3 +50,17 @@ def test_recorded_bbr_jitter_deadline_counts_the_dropped_heads(replayed):
     # the upper side reaches the bandwidth filter's largest estimate, not only the rate
     # read while a queue stood
     assert float(r["hi_mbps"]) > float(r["truth_mbps"])
+
+
+def test_recorded_cubic_reordered_probe_is_no_loss(replayed):
+    # 250 Mbit/s x 60 ms, 1.5-BDP buffer, no random loss, +-2 ms jitter in netem's order (a
+    # bulk flow reorders): 20 ms after slow-start ended, one retransmission in Disorder with
+    # ssthresh unchanged, and none after it. CUBIC did not answer it, so it is no congestion
+    # event and does not restart the loss-free count: counted as one, it was a "random loss"
+    # that held the lower side at 108.5 Mbit/s (+-56 %).
+    r = replayed["cubic-250M-60ms-netem-jitter.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(242.411, abs=0.001)
+    assert r["answered"] == "1" and r["bound_by"] == "random_loss"
+    assert float(r["lo_mbps"]) == pytest.approx(191.686, abs=0.001)
+    assert float(r["ci_pct"]) < 25
+    assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
