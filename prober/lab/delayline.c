@@ -43,6 +43,7 @@
 #define RING_MIN (8u << 20)
 #define RING_MAX ((size_t)1 << 30)
 
+/* in the order choice_arg() returns their names: 0, 1 */
 enum { JITTER_UNIFORM, JITTER_NORMAL };
 enum { ORDER_FIFO, ORDER_NETEM };
 
@@ -497,36 +498,15 @@ static double num_arg(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-/* Parse a jitter distribution name; exits with a message if unknown. */
-static int dist_arg(const char *opt, const char *val)
+/* Parse one of two names, a or b: 0 for a, 1 for b (the enums' order); exits with a
+ * message saying both if neither. */
+static int choice_arg(const char *opt, const char *val, const char *a, const char *b)
 {
-    if (val && !strcmp(val, "uniform"))
-        return JITTER_UNIFORM;
-    if (val && !strcmp(val, "normal"))
-        return JITTER_NORMAL;
-    fprintf(stderr, "delayline: %s needs uniform or normal, got '%s'\n", opt, val ? val : "(nothing)");
-    exit(2);
-}
-
-/* Parse a jitter order name; exits with a message if unknown. */
-static int order_arg(const char *opt, const char *val)
-{
-    if (val && !strcmp(val, "fifo"))
-        return ORDER_FIFO;
-    if (val && !strcmp(val, "netem"))
-        return ORDER_NETEM;
-    fprintf(stderr, "delayline: %s needs fifo or netem, got '%s'\n", opt, val ? val : "(nothing)");
-    exit(2);
-}
-
-/* Parse an AQM name: 1 for codel, 0 for none; exits with a message if unknown. */
-static int aqm_arg(const char *opt, const char *val)
-{
-    if (val && !strcmp(val, "codel"))
-        return 1;
-    if (val && !strcmp(val, "none"))
+    if (val && !strcmp(val, a))
         return 0;
-    fprintf(stderr, "delayline: %s needs none or codel, got '%s'\n", opt, val ? val : "(nothing)");
+    if (val && !strcmp(val, b))
+        return 1;
+    fprintf(stderr, "delayline: %s needs %s or %s, got '%s'\n", opt, a, b, val ? val : "(nothing)");
     exit(2);
 }
 
@@ -544,9 +524,9 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
     else if (!strcmp(key, "jitter-us"))
         c->jitter_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
     else if (!strcmp(key, "jitter-dist"))
-        c->jitter_dist = dist_arg(opt, val);
+        c->jitter_dist = choice_arg(opt, val, "uniform", "normal");
     else if (!strcmp(key, "jitter-order"))
-        c->jitter_order = order_arg(opt, val);
+        c->jitter_order = choice_arg(opt, val, "fifo", "netem");
     else if (!strcmp(key, "cross-rate"))
         c->cross_bps = num_arg(opt, val, 0, 1e12);
     else if (!strcmp(key, "cross-on-ms"))
@@ -556,7 +536,7 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
     else if (!strcmp(key, "cross-pkt"))
         c->cross_pkt = (uint32_t)num_arg(opt, val, 64, 65535);
     else if (!strcmp(key, "aqm"))
-        c->codel = aqm_arg(opt, val);
+        c->codel = choice_arg(opt, val, "none", "codel");
     else if (!strcmp(key, "codel-target-us"))
         c->codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
     else if (!strcmp(key, "codel-interval-us"))
