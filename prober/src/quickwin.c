@@ -459,14 +459,13 @@ static double slice_len(const qw_window *w)
     return ceil(floor_s / rtt - 1e-9) * rtt;
 }
 
-/* The standing queue in BDPs that a smoothed RTT of srtt_us shows: (srtt - min RTT) / min
- * RTT (a queue only builds at a full link, whose rate x min RTT is the BDP); 0 without a
- * min RTT. */
+/* The standing queue in BDPs that a smoothed RTT of srtt_us shows: (srtt - base) / base
+ * (a queue only builds at a full link, whose rate x base RTT is the BDP), the base the RTT
+ * with no queue: the smoothed RTT's floor, or the min RTT if larger (qw_queue_over); 0
+ * without either. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us)
 {
-    if (!w->min_rtt_us || srtt_us <= w->min_rtt_us)
-        return 0;
-    return (double)(srtt_us - w->min_rtt_us) / w->min_rtt_us;
+    return qw_queue_over(srtt_us, w->srtt_floor_us, w->min_rtt_us);
 }
 
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
@@ -553,6 +552,14 @@ static int try_start(qw_window *w, const qw_sample *s)
     return 1;
 }
 
+/* Keep the smallest cwnd (summed) a loss at the top of a buffer cut: it came with more than
+ * a BDP in flight, so the capacity is below it over the min RTT. */
+static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
+{
+    if (cwnd_bytes && (w->top_cut_bytes == 0 || cwnd_bytes < w->top_cut_bytes))
+        w->top_cut_bytes = cwnd_bytes;
+}
+
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
  * that came and went between two samples. A loss-based cc's retransmission outside any
  * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
@@ -583,6 +590,8 @@ static void count_events(qw_window *w, const qw_sample *s)
          * well below it, or with no buffer seen at all, may be random (qw_loss_floor) */
         if (deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest)
             w->random_events++;
+        else
+            see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
         /* the first event can come at the window's first sample: the cycle it ends began
          * before the window, and its peak is unknown (0), not a peak of 0 */
         if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
@@ -800,6 +809,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         return w->state;
     if (s->min_rtt_us && (w->min_rtt_us == 0 || s->min_rtt_us < w->min_rtt_us))
         w->min_rtt_us = s->min_rtt_us;
+    /* the floor is the RTT with no queue only if it reaches back to the connection's first
+     * rounds, before any queue could build: slow-start's samples seed it (qw_seen) */
+    if (w->srtt_floor_us)
+        qw_srtt_floor(&w->srtt_floor_us, s);
     if (s->mss_bytes > w->mss_bytes)
         w->mss_bytes = s->mss_bytes;
     w->delivered_bytes = s->delivered_bytes;

@@ -225,8 +225,16 @@ typedef struct {
     int ss_level_differs;       /* BBR: the window's rate and ss_rate differ by a change of
                                    level (plateau_differs() in quickwin.c) */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
-                                   QW_BUSY_QUEUE BDP was seen with, in congestion avoidance
-                                   a round or more after a cut (0: none) */
+                                   QW_BUSY_QUEUE BDP over the smoothed RTT's floor was seen
+                                   with, in congestion avoidance a round or more after a cut
+                                   (0: none) */
+    uint64_t top_cut_bytes;     /* smallest cwnd (summed) a congestion event at the top of
+                                   a buffer cut (slow-start's exit for one at the window's
+                                   first sample), 0 none */
+    uint32_t srtt_floor_us;     /* smallest smoothed RTT the connection showed (over the
+                                   streams' least): the RTT with no queue, which under
+                                   jitter the min RTT (a single low draw) reads below by up
+                                   to the jitter's range (0: none yet) */
     double event_t;             /* when the latest congestion event came (open_t before one) */
     uint64_t cwnd_low_bytes;    /* smallest cwnd (summed) since then or since measuring began */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
@@ -271,13 +279,21 @@ qw_state qw_feed(qw_window *w, const qw_sample *s);
 void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
 
 /* An upper bound (bytes) on the BDP from sample s, taken in slow-start before any loss,
- * when it shows a queue of q >= QW_BUSY_QUEUE BDP (its largest smoothed RTT over its min
- * RTT); 0 when it shows none. A queue stands only with more than a BDP in flight, but
+ * when it shows a queue of q >= QW_BUSY_QUEUE BDP (its largest smoothed RTT over the
+ * smoothed RTT's floor so far, srtt_floor_us, or its min RTT if larger: qw_queue_over); 0
+ * when it shows none. A queue stands only with more than a BDP in flight, but
  * slow-start sends two packets an ACK, a burst at twice the link's rate that queues up to
  * half of what is in flight, and the smoothed RTT leans to the burst's late packets: a
  * queue of q shows with min(1, 2 q) BDP or more in flight, so the BDP is at most
  * cwnd / min(1, 2 q). */
-uint64_t qw_slow_start_bdp(const qw_sample *s);
+uint64_t qw_slow_start_bdp(const qw_sample *s, uint32_t srtt_floor_us);
+
+/* The standing queue in BDPs that a smoothed RTT of srtt_us shows over the RTT with no
+ * queue: the smoothed RTT's floor srtt_floor_us, or the min RTT min_rtt_us if larger (0
+ * when neither is known). A ceiling on the capacity rests on it, not on the min RTT: under
+ * jitter the min RTT is the lowest draw, and every smoothed RTT reads the jitter's lower
+ * range above it as a queue (0.25 BDP of it on a 40 ms path with +-5 ms each way). */
+double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_us);
 
 /* Tell a window just opened the least of qw_slow_start_bdp's bounds over the samples before
  * it (0: none showed a queue): the capacity is below it over the min RTT. */
@@ -297,6 +313,10 @@ typedef struct {
     double queue[QW_SS_RING];  /* standing queue in BDPs (the smallest smoothed RTT over the
                                   streams, over their smallest min RTT) */
     uint32_t min_rtt_us;    /* the latest sample's */
+    uint64_t top_cut_bytes;     /* smallest cwnd (summed) a congestion event at the top of
+                                   a buffer cut (slow-start's exit for one at the window's
+                                   first sample), 0 none */
+    uint32_t srtt_floor_us; /* the smallest smoothed RTT (see qw_window), 0 none */
 } qw_ss_seen;
 
 /* Add sample s, taken before the window opened, to what slow-start witnessed. */

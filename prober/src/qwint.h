@@ -26,6 +26,8 @@ void qw_unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs);
 /* 1 if slices [from, to) ran at a level the batches (rate r) do not. */
 int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes,
                        const double *secs, int nb, double r);
+/* qwseen.c: lower *floor_us to s's least smoothed RTT if that is smaller. */
+void qw_srtt_floor(uint32_t *floor_us, const qw_sample *s);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */

@@ -15,23 +15,41 @@ void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
     w->seen_rtt_us = rtt_us;
 }
 
-/* The standing queue in BDPs that a smoothed RTT of rtt_us shows over min_rtt_us (0 when
- * the min RTT is not known). */
-static double queue_of(uint32_t rtt_us, uint32_t min_rtt_us)
+/* The standing queue over the smoothed RTT's floor (see quickwin.h). */
+double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_us)
 {
-    return min_rtt_us ? ((double)rtt_us - min_rtt_us) / min_rtt_us : 0;
+    uint32_t base = srtt_floor_us > min_rtt_us ? srtt_floor_us : min_rtt_us;
+
+    if (base == 0 || srtt_us <= base)
+        return 0;
+    return ((double)srtt_us - base) / base;
+}
+
+/* The least smoothed RTT over the streams at s (0: none). */
+static uint32_t srtt_lo(const qw_sample *s)
+{
+    return s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us;
+}
+
+/* Lower *floor_us to s's least smoothed RTT if that is smaller. */
+void qw_srtt_floor(uint32_t *floor_us, const qw_sample *s)
+{
+    uint32_t rtt = srtt_lo(s);
+
+    if (rtt && (*floor_us == 0 || rtt < *floor_us))
+        *floor_us = rtt;
 }
 
 /* The BDP bound slow-start's queue at s gives, 0 if none (see quickwin.h). After a loss
  * cwnd is cut while the smoothed RTT still shows the queue the larger flight built, so
  * only samples before one count. */
-uint64_t qw_slow_start_bdp(const qw_sample *s)
+uint64_t qw_slow_start_bdp(const qw_sample *s, uint32_t srtt_floor_us)
 {
     double q;
 
     if (s->retrans != 0 || s->in_recovery || s->min_rtt_us == 0)
         return 0;
-    q = queue_of(s->rtt_us, s->min_rtt_us);
+    q = qw_queue_over(s->rtt_us, srtt_floor_us, s->min_rtt_us);
     if (q < QW_BUSY_QUEUE)
         return 0;
     return (uint64_t)((double)s->cwnd_bytes / fmin(1.0, 2.0 * q));
@@ -46,8 +64,10 @@ void qw_seen_bdp(qw_window *w, uint64_t bdp_bytes)
 /* Keep the largest smoothed RTT and the least BDP bound of the samples before the window. */
 void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
 {
-    uint64_t bdp = qw_slow_start_bdp(s);
+    uint64_t bdp;
 
+    qw_srtt_floor(&seen->srtt_floor_us, s);
+    bdp = qw_slow_start_bdp(s, seen->srtt_floor_us);
     if (s->rtt_us > seen->peak_rtt_us)
         seen->peak_rtt_us = s->rtt_us;
     if (bdp && (seen->bdp_bytes == 0 || bdp < seen->bdp_bytes))
@@ -55,8 +75,8 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
     seen->t_s[seen->n % QW_SS_RING] = s->t_s;
     seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
     seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
-    seen->queue[seen->n % QW_SS_RING] = queue_of(s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us,
-                                                  s->min_rtt_us);
+    seen->queue[seen->n % QW_SS_RING] = qw_queue_over(srtt_lo(s), seen->srtt_floor_us,
+                                                       s->min_rtt_us);
     seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
     seen->n++;
 }
@@ -101,6 +121,7 @@ void qw_seen(qw_window *w, const qw_ss_seen *seen)
     qw_seen_rtt(w, seen->peak_rtt_us);
     qw_seen_bdp(w, seen->bdp_bytes);
     qw_seen_plateau(w, seen);
+    w->srtt_floor_us = seen->srtt_floor_us;
 }
 
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */

@@ -1099,8 +1099,12 @@ static qw_state run_after_plateau(double ss_bps, double rate_bps, uint32_t rtt_u
 
     memset(&seen, 0, sizeof seen);
     z.n = 0;
+    /* the connection's first rounds, before a queue built: the smoothed RTT's floor */
     for (int i = 0; i < 20; i++) {
-        push(ss_bps, 400 * MSS, rtt_us * 3 / 2, 0, QW_BBR_STARTUP);
+        int early = i < 2 && !(flags & PLATEAU_NO_QUEUE);
+
+        push(ss_bps, (early ? 40 : 400) * MSS, early ? rtt_us : rtt_us * 3 / 2, 0,
+             QW_BBR_STARTUP);
         z.s[i].min_rtt_us = flags & PLATEAU_NO_QUEUE ? rtt_us * 3 / 2 : rtt_us;
         z.s[i].limited_us = flags & PLATEAU_LIMITED ? 20000u * (uint64_t)i : 0;
     }
@@ -1441,6 +1445,61 @@ static void test_recorded_last_slice_change_holds_window(void)
 }
 
 /* Run every test; the exit status says whether all passed. */
+/* The standing queue over the smoothed RTT's floor: the floor is the base when above the
+ * min RTT, the min RTT otherwise; no base, or an RTT at or below it, reads no queue. */
+static void test_queue_over_floor_exact(void)
+{
+    CHECK_NEAR(qw_queue_over(40000, 37900, 30400), 2100.0 / 37900, 1e-12);
+    CHECK_NEAR(qw_queue_over(40000, 0, 30400), 9600.0 / 30400, 1e-12);
+    CHECK_NEAR(qw_queue_over(40000, 20000, 30400), 9600.0 / 30400, 1e-12);
+    CHECK(qw_queue_over(37000, 37900, 30400) == 0);
+    CHECK(qw_queue_over(37900, 37900, 30400) == 0);
+    CHECK(qw_queue_over(40000, 0, 0) == 0);
+}
+
+/* Reno on a jittered path: the min RTT is the lowest draw (30 ms), the smoothed RTT sits at
+ * its no-queue level (40 ms) while cwnd grows through a third of the BDP. Over the min RTT
+ * that reads a standing queue of 0.33 BDP, and cwnd's smallest value with one bounded the
+ * capacity below the rate the flow reached later. With slow-start's first rounds seeding
+ * the smoothed RTT's floor at 40 ms there is no queue, and no capacity ceiling; without
+ * them (no floor) the min RTT is the base, as before. */
+static void run_jittered_climb(int seed_floor)
+{
+    qw_params p = defaults(0);
+    qw_ss_seen seen;
+    int from;
+
+    p.beta = 0.5;
+    memset(&seen, 0, sizeof seen);
+    z.n = 0;
+    g_min_rtt_us = 30000;
+    for (int i = 0; i < 5; i++)
+        push(2e6 * (i + 1), (uint64_t)(10 << i) * MSS, 40000, 0, QW_BBR_NONE);
+    if (seed_floor)
+        for (int i = 0; i < z.n; i++)
+            qw_ss_see(&seen, &z.s[i]);
+    from = z.n;
+    for (int i = 0; i < 150; i++)
+        push(10e6 + 1e5 * i, (uint64_t)(35 + i / 2) * MSS, 40000, 0, QW_BBR_NONE);
+    g_min_rtt_us = 0;
+    qw_open(&w, &p, z.s[from - 1].t_s, 160 * MSS, 0);
+    qw_seen(&w, &seen);
+    feed_from(from);
+}
+
+static void test_jitter_floor_is_no_queue(void)
+{
+    run_jittered_climb(1);
+    CHECK(w.srtt_floor_us == 40000);
+    CHECK(w.queue_cwnd_bytes == 0);
+    CHECK(w.max_queue == 0);
+
+    run_jittered_climb(0);
+    CHECK(w.srtt_floor_us == 0);
+    CHECK(w.queue_cwnd_bytes > 0);
+    CHECK_NEAR(w.max_queue, 10000.0 / 30000, 1e-9);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3) {    /* debugging aid: test_quickwin TRACE bbr(0|1) */
@@ -1449,6 +1508,8 @@ int main(int argc, char **argv)
         return 0;
     }
     test_batch_ci_exact();
+    test_queue_over_floor_exact();
+    test_jitter_floor_is_no_queue();
     test_due_after_a_late_slow_start();
     test_bbr_modes_from_gains();
     test_flat_rate_converges_at_min();

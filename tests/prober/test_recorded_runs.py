@@ -64,3 +64,19 @@ def test_recorded_cubic_reordered_probe_is_no_loss(replayed):
     assert float(r["lo_mbps"]) == pytest.approx(191.686, abs=0.001)
     assert float(r["ci_pct"]) < 25
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
+
+
+def test_recorded_reno_reordered_collapse_keeps_growing(replayed):
+    # 100 Mbit/s x 40 ms, 1-BDP buffer, 1500-byte frames, +-5 ms jitter each way in netem's
+    # order. The min RTT is the lowest draw (30.4 ms) and the smoothed RTT sat near 40 ms:
+    # over the min RTT that read a standing queue of 0.3 BDP with a third of the BDP in
+    # flight. Reordering cut Reno five times after slow-start (1.28 MB to 58 kB), and its cwnd
+    # climbed one MSS a round for the rest of the run: 14 Mbit/s at 1.5 s, 70 over 20 s. Read
+    # over the smoothed RTT's floor there is no queue, the cuts went deeper than the buffer's
+    # one, so the growing term holds the upper side open; before, the interval stopped at the
+    # rate of the moment (22.2-35.7 Mbit/s against 69.9).
+    r = replayed["reno-100M-40ms-netem-jitter5.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(69.940, abs=0.001)
+    assert r["answered"] == "1" and r["bound_by"] == "growing"
+    assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
+    assert r["covered"] == "1"
