@@ -148,9 +148,12 @@ def test_quick_mode_answers_well_under_three_seconds_on_loopback(iperf3_server):
 
 
 def test_quick_mode_that_cannot_converge_answers_at_its_deadline(iperf3_server):
-    # 100 ms cannot hold the five batches of two slices (each at least a 20 ms sample) the
-    # window needs: it answers at --quick-max-ms with what it has, and the run ends there
-    run = qp.run_qp(*target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100)
+    # 100 ms cannot hold the five batches of two slices (each at least a 20 ms sample) a
+    # loss-based window with no loss needs: it answers at --quick-max-ms with what it has, and
+    # the run ends there. CUBIC, not the default BBR: BBR batches by gain cycles of 8 min RTTs,
+    # a few microseconds on loopback, so one slice can be a batch, and a loaded CI machine
+    # once converged in 100 ms
+    run = qp.run_qp(*target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100, "-C", "cubic")
     res = result_of(run)
     assert res["quick_mode_entered"] is True
     assert res["quick_converged"] is False and res["quick_answered"] is True, res
@@ -167,7 +170,9 @@ def test_quick_mode_that_cannot_converge_answers_at_its_deadline(iperf3_server):
 
 def test_quick_mode_until_converged_falls_back_to_the_full_run(iperf3_server):
     # the same, asked to run until converged: it goes on to -t and the full run is the result
-    run = qp.run_qp(*target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100, "--until-converged")
+    run = qp.run_qp(
+        *target(iperf3_server), "-t", 2, "--quick-ms", 100, "--quick-max-ms", 100, "-C", "cubic", "--until-converged"
+    )
     res = result_of(run)
     assert res["quick_mode_entered"] is True
     assert res["quick_converged"] is False and res["quick_answered"] is False, res
