@@ -34,6 +34,8 @@ typedef struct {
     uint32_t last_retrans;  /* its summed total_retrans */
     int overshoot[QP_MAX_STREAMS];  /* each stream's overshoot_recovery, as measure.c keeps it */
     uint64_t ssthresh[QP_MAX_STREAMS];  /* each stream's latest ssthresh_bytes (0: never set) */
+    uint32_t sretrans[QP_MAX_STREAMS];  /* ... its latest total_retrans */
+    int srec[QP_MAX_STREAMS];           /* ... 1 if it was in a loss recovery */
     int open, have_last;
     qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
                                measure.c keeps it */
@@ -59,14 +61,15 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-/* Aggregate one sample event's streams into q as measure.c's window_sample does
- * (overshoot: each stream's overshoot_recovery, and ssthresh its ssthresh_bytes, carried
- * from sample to sample). */
-static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *overshoot,
-                      uint64_t *ssthresh)
+/* Aggregate one sample event's streams into r->last as measure.c's window_sample does
+ * (each stream's overshoot_recovery, ssthresh_bytes, total_retrans and recovery carried from
+ * sample to sample in r), its summed total_retrans into r->last_retrans. */
+static void aggregate(replay *r, const json_t *ev)
 {
     json_t *streams = json_object_get(ev, "streams"), *st;
     size_t i, n = json_array_size(streams);
+    qw_sample *q = &r->last;
+    uint32_t *retrans = &r->last_retrans;
 
     memset(q, 0, sizeof(*q));
     q->t_s = num(ev, "t");
@@ -102,11 +105,17 @@ static void aggregate(const json_t *ev, qw_sample *q, uint32_t *retrans, int *ov
             q->min_rtt_us = mrtt;
         if (i < QP_MAX_STREAMS) {
             uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
+            uint32_t tr = (uint32_t)num(st, "total_retrans");
+            int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst);
 
-            overshoot[i] = qw_overshoot_step(overshoot[i], num(st, "ca_state") >= 2, m);
-            q->overshoot_recovery |= overshoot[i];
-            q->ssthresh_set |= qw_ssthresh_set(ssthresh[i], sst);
-            ssthresh[i] = sst;
+            r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m);
+            q->overshoot_recovery |= r->overshoot[i];
+            q->ssthresh_set |= set;
+            q->stream_events += (uint32_t)qw_stream_event(r->srec[i], rec, r->sretrans[i], tr,
+                                                          set, r->bbr);
+            r->ssthresh[i] = sst;
+            r->sretrans[i] = tr;
+            r->srec[i] = rec;
         }
         q->bbr_cruising &= json_is_object(bbr) && qw_bbr_cruising(pg, cg);
         if (json_is_object(bbr)) {
@@ -216,7 +225,7 @@ static int replay_file(const char *path, replay *r)
         if (strcmp(kind, "start") == 0) {
             start(r, ev);
         } else if (strcmp(kind, "sample") == 0) {
-            aggregate(ev, &r->last, &r->last_retrans, r->overshoot, r->ssthresh);
+            aggregate(r, ev);
             r->have_last = 1;
             if (r->open)
                 feed(r);

@@ -109,10 +109,14 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     ss_sample ss;
     ss_rule rule;
     uint64_t ssthresh0 = s->ti.ssthresh_bytes;
+    uint32_t retrans0 = s->ti.total_retrans;
+    int rec0 = s->ti.ca_state >= 2;
 
     if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
         return;
     s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
+    s->began_event = qw_stream_event(rec0, s->ti.ca_state >= 2, retrans0, s->ti.total_retrans,
+                                     s->ssthresh_set, bbr);
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
@@ -185,6 +189,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->in_recovery |= ti->ca_state >= 2;
         q->overshoot_recovery |= r->streams[i].overshoot_recovery;
         q->ssthresh_set |= r->streams[i].ssthresh_set;
+        q->stream_events += (uint32_t)r->streams[i].began_event;
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;

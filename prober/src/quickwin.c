@@ -560,6 +560,16 @@ static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
         w->top_cut_bytes = cwnd_bytes;
 }
 
+/* 1 if a loss at a queue of q BDP may be random: a loss at the top of a buffer the window has
+ * seen (the deepest queue, slow-start's overshoot included) is the sawtooth's own; one well
+ * below it, or with no buffer seen at all, may be random (qw_loss_floor). */
+static int may_be_random(const qw_window *w, double q)
+{
+    double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+
+    return deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest;
+}
+
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
  * that came and went between two samples. A loss-based cc's retransmission outside any
  * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
@@ -569,7 +579,7 @@ static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
 static void count_events(qw_window *w, const qw_sample *s)
 {
     double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
-    int lost = s->retrans != w->prev_retrans &&
+    int random, lost = s->retrans != w->prev_retrans &&
                (w->p.bbr || s->in_recovery || w->prev_recovery || s->ssthresh_set);
 
     if (q > w->max_queue)
@@ -578,17 +588,16 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->slice_qmin = q;
     if (q_lo < w->slice_qlo_min)
         w->slice_qlo_min = q_lo;
+    random = may_be_random(w, q);
+    if (random)
+        w->random_stream_events += s->stream_events;
     if ((s->in_recovery && !w->prev_recovery) || (!s->in_recovery && !w->prev_recovery && lost)) {
-        double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
-
         w->events++;
         w->event_t = s->t_s;
         w->cwnd_low_bytes = s->cwnd_bytes;
         if (w->events == 1 || q < w->loss_queue)
             w->loss_queue = q;
-        /* a loss at the top of a buffer the window has seen is the sawtooth's own; one
-         * well below it, or with no buffer seen at all, may be random (qw_loss_floor) */
-        if (deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest)
+        if (random)
             w->random_events++;
         else
             see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);

@@ -61,6 +61,9 @@ typedef struct {
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
     int ssthresh_set;           /* some stream's cc set its ssthresh anew since the sample
                                    before (qw_ssthresh_set): it answered a loss */
+    uint32_t stream_events;     /* streams that began a congestion event since the sample
+                                   before (qw_stream_event), each counted: the aggregate's
+                                   in_recovery merges overlapping ones (0: not known) */
     int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
                                    STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
@@ -202,6 +205,9 @@ typedef struct {
     int slice_probe_rtt, after_probe_rtt;
     uint32_t events, prev_retrans;
     uint32_t random_events;     /* congestion events not at the top of the buffer seen */
+    uint32_t random_stream_events;  /* ... counted stream by stream (qw_sample.stream_events):
+                                   with several streams one's recovery overlaps another's,
+                                   and the aggregate counts them as one */
     int prev_recovery;
     uint32_t min_rtt_us;
     int climbing;
@@ -425,6 +431,13 @@ int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode);
  * with no new ssthresh outside a recovery (a tail-loss probe, or RACK's for packets only
  * reordered) is no congestion event: the cc did not respond. */
 int qw_ssthresh_set(uint64_t prev, uint64_t now);
+
+/* 1 if one stream began a congestion event between two samples, as the window counts one
+ * (count_events in quickwin.c): it entered a loss recovery (rec: ca_state >= 2 now, prev_rec
+ * before), or outside one its retransmissions grew (prev_retrans -> retrans) and its cc
+ * answered (ssthresh_set, see qw_ssthresh_set; any retransmission for BBR). */
+int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
+                    int ssthresh_set, int bbr);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b);

@@ -174,13 +174,24 @@ static double peak_top(const qw_window *w, double bdp_bytes)
     return 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
 }
 
-/* The loss-event rate per packet that the window's random events (w->random_events) in the
+/* The random loss events the window saw: stream by stream, or as the aggregate counted them
+ * if more (one recovery already begun when the window opened counts only there). With eight
+ * CUBIC streams on 0.2 % loss some stream was in a recovery most of the time, and the
+ * aggregate's 7 events in 11,636 packets put the loss rate at 0.1 % at most, where the
+ * streams' cwnd settles twice as high as it did (42 -> 25 Mbit/s over the 20 s run). */
+static uint32_t random_loss_events(const qw_window *w)
+{
+    return w->random_stream_events > w->random_events ? w->random_stream_events
+                                                      : w->random_events;
+}
+
+/* The loss-event rate per packet that the window's random events (random_loss_events) in the
  * packets since measuring began leave open at 95 % (Poisson); 1 before a packet. */
 static double random_loss_rate(const qw_window *w)
 {
     double packets = qw_packets_measured(w);
 
-    return packets >= 1 ? fmin(1.0, poisson_upper95(w->random_events) / packets) : 1.0;
+    return packets >= 1 ? fmin(1.0, poisson_upper95(random_loss_events(w)) / packets) : 1.0;
 }
 
 /* 1 if the window's cuts left the link full although some were random (w->random_events):
@@ -320,9 +331,9 @@ static double loss_ceiling(const qw_window *w, double min_rtt)
     double mss = w->mss_bytes ? w->mss_bytes : 1448, packets = qw_packets_measured(w), p, peak;
     int streams = qw_streams(w);
 
-    if (w->random_events == 0 || packets < 1)
+    if (random_loss_events(w) == 0 || packets < 1)
         return INFINITY;
-    p = fmin(1.0, poisson_lower95(w->random_events) / packets);
+    p = fmin(1.0, poisson_lower95(random_loss_events(w)) / packets);
     peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, min_rtt);
     return streams * peak * mss / min_rtt;
 }
@@ -378,7 +389,7 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
     double p = random_loss_rate(w);
     int streams = qw_streams(w), steps = 256;
 
-    if (w->random_events > 0 || w->n == 0 || min_rtt <= 0 || p <= 0 || to_go <= 0 ||
+    if (random_loss_events(w) > 0 || w->n == 0 || min_rtt <= 0 || p <= 0 || to_go <= 0 ||
         floor_rate >= rate)
         return floor_rate;
     dt = to_go / steps;

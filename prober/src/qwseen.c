@@ -171,3 +171,12 @@ int qw_ssthresh_set(uint64_t prev, uint64_t now)
 {
     return now > 0 && now != prev;
 }
+
+/* 1 if one stream began a congestion event between two samples (see quickwin.h). */
+int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
+                    int ssthresh_set, int bbr)
+{
+    int lost = retrans != prev_retrans && (bbr || rec || prev_rec || ssthresh_set);
+
+    return (rec && !prev_rec) || (!rec && !prev_rec && lost);
+}

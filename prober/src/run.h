@@ -31,6 +31,7 @@ typedef struct {
     double drain_wnd_t;             /* when it last changed */
     int overshoot_recovery;         /* in a recovery begun in BBR's STARTUP or DRAIN */
     int ssthresh_set;               /* ssthresh set anew since the sample before */
+    int began_event;                /* began a congestion event since it (qw_stream_event) */
     ss_detector det;
     ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
     double ss_t;

@@ -1500,6 +1500,51 @@ static void test_jitter_floor_is_no_queue(void)
     CHECK_NEAR(w.max_queue, 10000.0 / 30000, 1e-9);
 }
 
+/* A stream begins an event on entering a recovery, or on a retransmission outside one that
+ * its cc answered (any for BBR); not while it stays in one. */
+static void test_stream_event_exact(void)
+{
+    CHECK(qw_stream_event(0, 1, 5, 5, 0, 0) == 1);
+    CHECK(qw_stream_event(1, 1, 5, 9, 1, 0) == 0);
+    CHECK(qw_stream_event(1, 0, 5, 6, 1, 0) == 0);
+    CHECK(qw_stream_event(0, 0, 5, 6, 1, 0) == 1);
+    CHECK(qw_stream_event(0, 0, 5, 6, 0, 0) == 0);
+    CHECK(qw_stream_event(0, 0, 5, 6, 0, 1) == 1);
+    CHECK(qw_stream_event(0, 0, 5, 5, 1, 0) == 0);
+}
+
+/* Eight CUBIC streams on a lossy path with no queue: some stream is always in a recovery,
+ * so the aggregate sees one event; the streams began eleven. The random-loss floor counts
+ * the streams' eleven, and sits lower than the aggregate's one would put it. */
+static void run_overlapping_recoveries(int per_stream)
+{
+    qw_params p = defaults(0);
+
+    p.streams = 8;
+    z.n = 0;
+    for (int i = 0; i < 150; i++) {
+        push(100e6, 700 * MSS, 50000, i >= 10 && i <= 60, QW_BBR_NONE);
+        z.s[i].stream_events = per_stream && i >= 10 && i <= 60 && i % 5 == 0;
+    }
+    qw_open(&w, &p, 0.0, 700 * MSS, 0);
+    feed_from(0);
+}
+
+static void test_overlapping_recoveries_count_per_stream(void)
+{
+    qw_bound_by by1, by11;
+    double one, eleven;
+
+    run_overlapping_recoveries(0);
+    CHECK(w.random_events == 1 && w.random_stream_events == 0);
+    one = qw_loss_floor(&w, 100e6 / 8, &by1);
+    run_overlapping_recoveries(1);
+    CHECK(w.random_events == 1 && w.random_stream_events == 11);
+    eleven = qw_loss_floor(&w, 100e6 / 8, &by11);
+    CHECK(by11 == QW_BOUND_RANDOM_LOSS);
+    CHECK(eleven < one);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3) {    /* debugging aid: test_quickwin TRACE bbr(0|1) */
@@ -1522,6 +1567,8 @@ int main(int argc, char **argv)
     test_scattered_peaks_are_level();
     test_loss_free_packets_before_the_queue_proof();
     test_ssthresh_set_is_a_new_value();
+    test_stream_event_exact();
+    test_overlapping_recoveries_count_per_stream();
     test_overshoot_proves_a_deep_buffer();
     test_level_changes_are_not_dropped_twice();
     test_random_loss_voids_queue_proof();

@@ -50,8 +50,9 @@ def test_kept_runs_replay_to_an_answer_inside_its_interval(replayed):
 
 def test_kept_runs_replay_exactly_while_the_estimator_is_unchanged(replayed):
     # "estimator" is the fingerprint of the sources that recorded the runs; a later edit of
-    # those sources that changed no answer (a refactor, a comment) is listed in
-    # "replays_identically" by whoever made it, and this test holds it to that, run by run.
+    # those sources that changed none of these runs' answers (a refactor, a comment, a rule
+    # for what these runs never show) is listed in "replays_identically" by whoever made it,
+    # and this test holds it to that, run by run.
     manifest = json.loads((KEPT / "MANIFEST.json").read_text())
     same = {manifest["estimator"], *manifest.get("replays_identically", [])}
     if bench_quick.estimator_fingerprint() not in same:
