@@ -477,7 +477,7 @@ double qw_queue_bdps(const qw_window *w, const qw_sample *s)
 /* ... from the smallest smoothed RTT over the streams: the queue at its least. */
 static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
 {
-    return qw_queue_at(w, s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us);
+    return qw_queue_at(w, qw_srtt_lo(s));
 }
 
 /* 1 if a loss recovery at s keeps the window from starting or stopping there. A
@@ -579,8 +579,8 @@ static int may_be_random(const qw_window *w, double q)
 static void count_events(qw_window *w, const qw_sample *s)
 {
     double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
-    int random, lost = s->retrans != w->prev_retrans &&
-               (w->p.bbr || s->in_recovery || w->prev_recovery || s->ssthresh_set);
+    int random, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
+                                        s->retrans, s->ssthresh_set, w->p.bbr);
 
     if (q > w->max_queue)
         w->max_queue = q;
@@ -591,7 +591,8 @@ static void count_events(qw_window *w, const qw_sample *s)
     random = may_be_random(w, q);
     if (random)
         w->random_stream_events += s->stream_events;
-    if ((s->in_recovery && !w->prev_recovery) || (!s->in_recovery && !w->prev_recovery && lost)) {
+    if (qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
+                        s->ssthresh_set, w->p.bbr)) {
         w->events++;
         w->event_t = s->t_s;
         w->cwnd_low_bytes = s->cwnd_bytes;

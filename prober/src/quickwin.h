@@ -296,7 +296,7 @@ uint64_t qw_slow_start_bdp(const qw_sample *s, uint32_t srtt_floor_us);
 
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows over the RTT with no
  * queue: the smoothed RTT's floor srtt_floor_us, or the min RTT min_rtt_us if larger (0
- * when neither is known). A ceiling on the capacity rests on it, not on the min RTT: under
+ * when neither is known). Every queue reading rests on it, not on the min RTT alone: under
  * jitter the min RTT is the lowest draw, and every smoothed RTT reads the jitter's lower
  * range above it as a queue (0.25 BDP of it on a 40 ms path with +-5 ms each way). */
 double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_us);
@@ -319,9 +319,6 @@ typedef struct {
     double queue[QW_SS_RING];  /* standing queue in BDPs (the smallest smoothed RTT over the
                                   streams, over their smallest min RTT) */
     uint32_t min_rtt_us;    /* the latest sample's */
-    uint64_t top_cut_bytes;     /* smallest cwnd (summed) a congestion event at the top of
-                                   a buffer cut (slow-start's exit for one at the window's
-                                   first sample), 0 none */
     uint32_t srtt_floor_us; /* the smallest smoothed RTT (see qw_window), 0 none */
 } qw_ss_seen;
 

@@ -28,6 +28,13 @@ int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes
                        const double *secs, int nb, double r);
 /* qwseen.c: lower *floor_us to s's least smoothed RTT if that is smaller. */
 void qw_srtt_floor(uint32_t *floor_us, const qw_sample *s);
+/* The least smoothed RTT over the streams at s (0: none). */
+uint32_t qw_srtt_lo(const qw_sample *s);
+/* 1 if retransmissions between two samples (prev_retrans -> retrans) are a loss the cc
+ * answered: inside a recovery (rec now, prev_rec before), with its ssthresh set anew, or any
+ * for BBR (see qw_stream_event in quickwin.h). */
+int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
+                     int ssthresh_set, int bbr);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */

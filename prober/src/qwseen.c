@@ -26,7 +26,7 @@ double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_
 }
 
 /* The least smoothed RTT over the streams at s (0: none). */
-static uint32_t srtt_lo(const qw_sample *s)
+uint32_t qw_srtt_lo(const qw_sample *s)
 {
     return s->rtt_lo_us ? s->rtt_lo_us : s->rtt_us;
 }
@@ -34,7 +34,7 @@ static uint32_t srtt_lo(const qw_sample *s)
 /* Lower *floor_us to s's least smoothed RTT if that is smaller. */
 void qw_srtt_floor(uint32_t *floor_us, const qw_sample *s)
 {
-    uint32_t rtt = srtt_lo(s);
+    uint32_t rtt = qw_srtt_lo(s);
 
     if (rtt && (*floor_us == 0 || rtt < *floor_us))
         *floor_us = rtt;
@@ -75,7 +75,7 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
     seen->t_s[seen->n % QW_SS_RING] = s->t_s;
     seen->delivered_bytes[seen->n % QW_SS_RING] = s->delivered_bytes;
     seen->limited_us[seen->n % QW_SS_RING] = s->limited_us;
-    seen->queue[seen->n % QW_SS_RING] = qw_queue_over(srtt_lo(s), seen->srtt_floor_us,
+    seen->queue[seen->n % QW_SS_RING] = qw_queue_over(qw_srtt_lo(s), seen->srtt_floor_us,
                                                        s->min_rtt_us);
     seen->min_rtt_us = s->min_rtt_us ? s->min_rtt_us : s->rtt_us;
     seen->n++;
@@ -172,11 +172,18 @@ int qw_ssthresh_set(uint64_t prev, uint64_t now)
     return now > 0 && now != prev;
 }
 
+/* 1 if retransmissions between two samples are a loss the cc answered (qwint.h). */
+int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
+                     int ssthresh_set, int bbr)
+{
+    return retrans != prev_retrans && (bbr || rec || prev_rec || ssthresh_set);
+}
+
 /* 1 if one stream began a congestion event between two samples (see quickwin.h). */
 int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
                     int ssthresh_set, int bbr)
 {
-    int lost = retrans != prev_retrans && (bbr || rec || prev_rec || ssthresh_set);
-
-    return (rec && !prev_rec) || (!rec && !prev_rec && lost);
+    return (rec && !prev_rec) ||
+           (!rec && !prev_rec &&
+            qw_loss_answered(prev_rec, rec, prev_retrans, retrans, ssthresh_set, bbr));
 }
