@@ -415,6 +415,80 @@ static void test_bbr_upper_side_reaches_its_bandwidth_estimate(void)
     CHECK(b.hi <= 110e6 / 8 + 1e-6);
 }
 
+/* The steady rate the test's own fine Euler steps give for the rest of the run of w: each
+ * stream's cwnd from slice_cwnd0 under dw/dt = p (1 - beta) (W*^2 / min RTT - r w) / MSS,
+ * r = w / min RTT up to the rate measured, at p = (k + 1/6) / n. */
+static double descent_by_steps(const qw_window *win, const qw_prediction *pr, uint32_t k)
+{
+    double n = (double)(win->delivered_bytes - win->start_delivered) / MSS;
+    double p = (k + 1.0 / 6.0) / n, mrtt = win->min_rtt_us / 1e6, rate = win->est.rate_bps / 8;
+    double ws = qw_loss_window_pkts(win->p.beta > 0.6, p, mrtt) * MSS, cw = (double)win->slice_cwnd0;
+    double done = win->s[win->n - 1].t1 - qw_start_t(win), to_go = pr->rest_s - done, sum = 0;
+    int steps = 200000;
+
+    for (int i = 0; i < steps; i++) {
+        double r = fmin(rate, cw / mrtt), dt = to_go / steps;
+
+        sum += r * dt;
+        cw += p * (1 - win->p.beta) / MSS * (ws * ws / mrtt - r * cw) * dt;
+    }
+    return (rate * done + sum) / pr->rest_s;
+}
+
+/* CUBIC at 95 Mbit/s x 40 ms, cwnd 656 packets, answered at 4 s: with two or more random
+ * loss events the answer is the counted part, then cwnd's way under that loss rate (below
+ * the rate measured: slow-start's overshoot coming down); one event, or a rate the losses
+ * would let rise, leave the rate measured; a flow already where the losses hold it stays
+ * there. The interval is the same either way. */
+static void test_random_losses_seen_set_the_answer(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .beta = 0.7, .streams = 1 };
+    qw_prediction pr;
+    qw_answer a;
+    qw_bounds b;
+    double want, n, ws;
+
+    ns = 0;
+    cwnd_pkts = 656;
+    run_at(4.0, 95e6, 80000, 40000, QW_BBR_NONE, 0);
+    pr = feed_from(&p, 20, 656, 0, 80000);
+    cwnd_pkts = 100;
+    CHECK(w.slice_cwnd0 == 656 * MSS);
+    w.events = w.random_events = 1;
+    a = qw_answer_of(&w, 20);
+    CHECK_NEAR(a.rate_bps, pr.rate_bps, 1e-6);
+    w.events = w.random_events = 4;
+    a = qw_answer_of(&w, 20);
+    b = qw_bound(&w, &pr);
+    want = pr.rate_bps + (descent_by_steps(&w, &pr, 4) - b.steady) * 8 * pr.steady_share;
+    CHECK(want < 0.8 * pr.rate_bps);
+    CHECK_NEAR(a.rate_bps, want, want * 0.003);
+    CHECK(a.lo_bps == b.lo_bps && a.hi_bps == b.hi_bps);
+    CHECK(a.lo_bps < a.rate_bps);
+    /* counted stream by stream, the same */
+    w.random_events = 0;
+    w.random_stream_events = 4;
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, a.rate_bps, 1e-6);
+    /* two events in 50x the packets: the losses allow more than the rate measured */
+    w.random_stream_events = 0;
+    w.random_events = 2;
+    w.delivered_bytes = w.start_delivered + 50 * (w.delivered_bytes - w.start_delivered);
+    pr = qw_predict(&w, 20);
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, pr.rate_bps, 1e-6);
+    /* cwnd at the loss response's average window and the rate it carries: no change */
+    n = (double)(w.delivered_bytes - w.start_delivered) / MSS;
+    ws = qw_loss_window_pkts(1, 2.0 / n * (13.0 / 12.0), 0.04) * MSS;
+    w.slice_cwnd0 = (uint64_t)ws;
+    w.est.rate_bps = (double)w.slice_cwnd0 / 0.04 * 8;
+    pr = qw_predict(&w, 20);
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, pr.rate_bps, pr.rate_bps * 1e-9);
+    /* BBR: no loss response */
+    w.p.bbr = 1;
+    w.slice_cwnd0 = 656 * MSS;
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, qw_predict(&w, 20).rate_bps, 1e-6);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -427,5 +501,6 @@ int main(void)
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
+    test_random_losses_seen_set_the_answer();
     return check_done();
 }

@@ -32,6 +32,10 @@ def test_recorded_lossy_cubic_whole_cycles_at_link_rate_keep_the_random_loss_flo
     assert r["bound_by"] == "random_loss"
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
     assert r["covered"] == "1"
+    # The answer: the window's 98.1 Mbit/s (what this recording's prober said) for its 4 s,
+    # then cwnd's way down at the loss rate its random events put at about 0.05 %.
+    assert float(r["prober_quick_mbps"]) == pytest.approx(98.111, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(78.075, abs=0.001)
 
 
 def test_recorded_bbr_jitter_deadline_counts_the_dropped_heads(replayed):
@@ -95,3 +99,7 @@ def test_recorded_cubic8_lossy_counts_every_streams_loss(replayed):
     assert r["answered"] == "1" and r["bound_by"] == "random_loss"
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
     assert float(r["lo_mbps"]) < 32
+    # the answer follows the streams' cwnd down at that loss rate: 34.6, where the rate the
+    # window measured (the recording's 42.5) was 32 % over the 20 s figure
+    assert float(r["prober_quick_mbps"]) == pytest.approx(42.515, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(34.579, abs=0.001)
