@@ -489,6 +489,53 @@ static void test_random_losses_seen_set_the_answer(void)
     CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, qw_predict(&w, 20).rate_bps, 1e-6);
 }
 
+/* Reno at 20 ms whose cwnd fell from 300 packets with a standing queue (half a BDP over a
+ * link of 300 x MSS / 30 ms) to 20 and climbs back a packet a round with no queue: the
+ * answer's rest of the run is that climb, by Reno's law from the cwnd it has, up to the
+ * sawtooth's share of the capacity seen (a 0.5-BDP buffer: 23/24), not the climb's rate.
+ * A climb since a cut inside the window, within a cut of the peak, is the sawtooth's own. */
+static void test_climb_back_sets_the_answer(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1 };
+    double mrtt = 0.02, cap = 300.0 * MSS / 0.03, rate, done, to_go, top, sum = 0, want;
+    qw_prediction pr;
+    qw_bounds b;
+    int steps = 100000;
+
+    ns = 0;
+    run_at(0.6, 0, 30000, 20000, QW_BBR_NONE, 0);
+    run_at(2.4, 0, 20000, 20000, QW_BBR_NONE, 0);
+    for (int i = 0; i < ns; i++) {
+        int queued = i < 30;
+
+        s[i].cwnd_bytes = (uint64_t)(queued ? 300 : 20 + (i - 30)) * MSS;
+        s[i].delivered_bytes = (i ? s[i - 1].delivered_bytes : 0) +
+                               (uint64_t)(queued ? cap * 0.02 : (double)s[i].cwnd_bytes);
+    }
+    pr = feed_from(&p, 20, 300, 0, 30000);
+    CHECK(w.events == 0);
+    CHECK_NEAR(qw_capacity_seen(&w), cap, cap * 1e-6);
+    b = qw_bound(&w, &pr);
+    rate = w.est.rate_bps / 8;
+    top = (1 - 0.25 / 0.75 * 0.25 / 2) * cap;
+    done = w.s[w.n - 1].t1 - qw_start_t(&w);
+    to_go = pr.rest_s - done;
+    for (int i = 0; i < steps; i++) {
+        double t = (i + 0.5) * to_go / steps;
+
+        sum += fmin(top, fmax(rate, ((double)w.slice_cwnd0 + MSS * t / mrtt) / mrtt)) * to_go / steps;
+    }
+    want = pr.rate_bps + ((rate * done + sum) / pr.rest_s - b.steady) * 8 * pr.steady_share;
+    CHECK(want > 1.3 * pr.rate_bps && want < b.hi_bps);
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, want, want * 1e-3);
+    /* a cut inside the window from 139 packets to 83 (more than 300 x beta^2): the climb is
+     * the sawtooth's */
+    w.event_t = w.s[w.n - 1].t0;
+    w.cwnd_low_bytes = 83 * MSS;
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, pr.rate_bps, 1e-6);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -502,5 +549,6 @@ int main(void)
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_random_losses_seen_set_the_answer();
+    test_climb_back_sets_the_answer();
     return check_done();
 }

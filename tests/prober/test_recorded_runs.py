@@ -84,6 +84,11 @@ def test_recorded_reno_reordered_collapse_keeps_growing(replayed):
     assert r["answered"] == "1" and r["bound_by"] == "growing"
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
     assert r["covered"] == "1"
+    # The answer is the climb back by Reno's law, up to the sawtooth's share of the
+    # capacity slow-start's queue showed: 76.3, where the climb's own rate (the recording's
+    # 35.6) was half the 20 s figure.
+    assert float(r["prober_quick_mbps"]) == pytest.approx(35.601, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(76.254, abs=0.001)
 
 
 def test_recorded_cubic8_lossy_counts_every_streams_loss(replayed):
