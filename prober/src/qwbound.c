@@ -338,6 +338,14 @@ static double loss_ceiling(const qw_window *w, double min_rtt)
     return streams * peak * mss / min_rtt;
 }
 
+/* Seconds from cwnd's growth epoch to t_end, the time cwnd_growth counts from: the latest
+ * cut, or the window's opening if later; with several streams each has its own latest cut,
+ * and the window's opening bounds them all. */
+static double growth_since(const qw_window *w, double t_end)
+{
+    return t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
+}
+
 /* The growing term's upper side (steady bytes/s over the counted part and the rest of the
  * run, pr->rest_s): the counted part at the rate measured, then cwnd / min RTT as cwnd
  * grows from its latest value by its law (cwnd_growth), up to the capacity a queue proved
@@ -348,8 +356,7 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
     double min_rtt = min_rtt_s(w);
     double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
     double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap, lossy;
-    /* with several streams each has its own latest cut: the window's opening bounds them all */
-    double since = t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
+    double since = growth_since(w, t_end);
     int steps = 64;
 
     if (!qw_growing(w) || min_rtt <= 0 || rate <= 0 || to_go <= 0 || pr->rest_s <= 0)
@@ -452,8 +459,7 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
     double min_rtt = min_rtt_s(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
     double rate = w->est.rate_bps / 8.0, packets = qw_packets_measured(w);
     double t_end = w->n ? w->s[w->n - 1].t1 : 0, done = t_end - w->start_t;
-    double to_go = pr->rest_s - done, top = rate, cap;
-    double since = t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
+    double to_go = pr->rest_s - done, top = rate, cap, since = growth_since(w, t_end);
     uint32_t k = random_loss_events(w);
     int streams = qw_streams(w), steps = 256, growing = climbing_back(w);
     double p, wstar = 0, win, cut, sum = 0, dt;
@@ -474,16 +480,16 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
     for (int i = 0; i < steps; i++) {
         double r;
 
-        if (p <= 0)
+        if (p > 0) {
+            r = fmin(top / streams, win / min_rtt);
+            /* semi-implicit: stable at any loss rate and step, and cwnd stays positive */
+            win = (win + cut * wstar * wstar / min_rtt * dt) / (1.0 + cut * r * dt);
+        } else {
             win = ((double)w->slice_cwnd0 + cwnd_growth(w, since, (i + 0.5) * dt, min_rtt)) /
                   streams;
-        r = fmin(top / streams, win / min_rtt);
-        if (p <= 0)
-            r = fmax(r, rate / streams);
+            r = fmax(fmin(top / streams, win / min_rtt), rate / streams);
+        }
         sum += r * dt;
-        /* semi-implicit: stable at any loss rate and step, and cwnd stays positive */
-        if (p > 0)
-            win = (win + cut * wstar * wstar / min_rtt * dt) / (1.0 + cut * r * dt);
     }
     return (rate * done + streams * sum) / pr->rest_s;
 }
