@@ -147,10 +147,11 @@ static void feed(replay *r)
         int check = r->w.next_check_t != next_check || r->w.state != QW_OPEN;
 
         fprintf(stderr, "%s t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d"
-                "  answer %9.3f [%9.3f, %9.3f] %-11s %s", check ? "C" : " ", r->last.t_s, r->w.n, r->w.first,
-                e->rate_bps / 1e6, e->ci_frac * 100, e->batches, a.rate_bps / 1e6, a.lo_bps / 1e6,
-                a.hi_bps / 1e6, qw_bound_name(a.by) ? qw_bound_name(a.by) : "-",
-                hold ? hold : "converged");
+                "  answer %9.3f [%9.3f, %9.3f] %-11s %-12s events %u random %u/%u", check ? "C" : " ",
+                r->last.t_s, r->w.n, r->w.first, e->rate_bps / 1e6, e->ci_frac * 100, e->batches,
+                a.rate_bps / 1e6, a.lo_bps / 1e6, a.hi_bps / 1e6,
+                qw_bound_name(a.by) ? qw_bound_name(a.by) : "-", hold ? hold : "converged",
+                r->w.events, r->w.random_events, r->w.random_stream_events);
     }
     /* the cwnd peaks that cuts ended, in the counted part (peaks_level() in qwloss.c judges them) */
     for (int i = 0; i < r->w.npeaks; i++)

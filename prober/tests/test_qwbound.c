@@ -98,6 +98,15 @@ static void test_random_loss_floor_from_packets_seen(void)
     want = qw_sawtooth_share(0.7, top) * cap;
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
     CHECK(by == QW_BOUND_RANDOM_LOSS);
+    /* rounds that take 60 ms with no queue (jitter: the 50 ms min RTT is the lowest draw)
+     * carry the same windows at 5/6 the rate: a lower floor; a smoothed RTT's floor below
+     * the min RTT changes nothing */
+    w.srtt_floor_us = 60000;
+    top = peak * MSS / (cap * 0.06);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), qw_sawtooth_share(0.7, top) * cap, cap * 1e-9);
+    CHECK(qw_loss_floor(&w, cap, &by) < want);
+    w.srtt_floor_us = 40000;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_RANDOM_LOSS);
     /* cwnd (80 packets) is already below the floor's average window: the rest of the run
@@ -489,6 +498,21 @@ static void test_random_losses_seen_set_the_answer(void)
     CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, qw_predict(&w, 20).rate_bps, 1e-6);
 }
 
+/* The climb's bytes over to_go seconds (the test's own fine sum): Reno's cwnd from the
+ * window's last, a packet a round of rtt, over rtt, between rate and top. */
+static double climb_sum(double rate, double top, double to_go, double rtt)
+{
+    double sum = 0;
+    int steps = 100000;
+
+    for (int i = 0; i < steps; i++) {
+        double t = (i + 0.5) * to_go / steps;
+
+        sum += fmin(top, fmax(rate, ((double)w.slice_cwnd0 + MSS * t / rtt) / rtt)) * to_go / steps;
+    }
+    return sum;
+}
+
 /* Reno at 20 ms whose cwnd fell from 300 packets with a standing queue (half a BDP over a
  * link of 300 x MSS / 30 ms) to 20 and climbs back a packet a round with no queue: the
  * answer's rest of the run is that climb, by Reno's law from the cwnd it has, up to the
@@ -498,10 +522,9 @@ static void test_climb_back_sets_the_answer(void)
 {
     qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
                     .beta = 0.5, .streams = 1 };
-    double mrtt = 0.02, cap = 300.0 * MSS / 0.03, rate, done, to_go, top, sum = 0, want;
+    double cap = 300.0 * MSS / 0.03, rate, done, top, want;
     qw_prediction pr;
     qw_bounds b;
-    int steps = 100000;
 
     ns = 0;
     run_at(0.6, 0, 30000, 20000, QW_BBR_NONE, 0);
@@ -520,15 +543,19 @@ static void test_climb_back_sets_the_answer(void)
     rate = w.est.rate_bps / 8;
     top = (1 - 0.25 / 0.75 * 0.25 / 2) * cap;
     done = w.s[w.n - 1].t1 - qw_start_t(&w);
-    to_go = pr.rest_s - done;
-    for (int i = 0; i < steps; i++) {
-        double t = (i + 0.5) * to_go / steps;
-
-        sum += fmin(top, fmax(rate, ((double)w.slice_cwnd0 + MSS * t / mrtt) / mrtt)) * to_go / steps;
-    }
-    want = pr.rate_bps + ((rate * done + sum) / pr.rest_s - b.steady) * 8 * pr.steady_share;
+    want = pr.rate_bps +
+           ((rate * done + climb_sum(rate, top, pr.rest_s - done, 0.02)) / pr.rest_s - b.steady) *
+               8 * pr.steady_share;
     CHECK(want > 1.3 * pr.rate_bps && want < b.hi_bps);
     CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, want, want * 1e-3);
+    /* rounds of 25 ms with no queue (the smoothed RTT's floor over a 20 ms min RTT): a packet
+     * a 25 ms round, each window over 25 ms */
+    w.srtt_floor_us = 25000;
+    want = pr.rate_bps +
+           ((rate * done + climb_sum(rate, top, pr.rest_s - done, 0.025)) / pr.rest_s - b.steady) *
+               8 * pr.steady_share;
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, want, want * 1e-3);
+    w.srtt_floor_us = 0;
     /* a cut inside the window from 139 packets to 83 (more than 300 x beta^2): the climb is
      * the sawtooth's */
     w.event_t = w.s[w.n - 1].t0;
