@@ -294,9 +294,12 @@ void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
  * cwnd / min(1, 2 q). */
 uint64_t qw_slow_start_bdp(const qw_sample *s, uint32_t srtt_floor_us);
 
+/* The RTT with no queue (us): the smoothed RTT's floor srtt_floor_us, or the min RTT
+ * min_rtt_us if larger (0 when neither is known). */
+uint32_t qw_no_queue_rtt_us(uint32_t srtt_floor_us, uint32_t min_rtt_us);
+
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows over the RTT with no
- * queue: the smoothed RTT's floor srtt_floor_us, or the min RTT min_rtt_us if larger (0
- * when neither is known). Every queue reading rests on it, not on the min RTT alone: under
+ * queue (qw_no_queue_rtt_us). Every queue reading rests on it, not on the min RTT alone: under
  * jitter the min RTT is the lowest draw, and every smoothed RTT reads the jitter's lower
  * range above it as a queue (0.25 BDP of it on a 40 ms path with +-5 ms each way). */
 double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_us);

@@ -70,16 +70,16 @@ static double min_rtt_s(const qw_window *w)
     return (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
 }
 
-/* The round trip with no queue in seconds, as the queues are read over (qw_queue_at): the
- * smoothed RTT's floor, or the min RTT if larger. The lower ends and the answer divide cwnd
- * by it: a window of W delivers W per round that rounds actually take, and under jitter the
- * min RTT is the lowest draw: 8.8 ms on a 15 ms path with +-3 ms of jitter, where the
+/* The round trip with no queue in seconds, as the queues are read over (qw_no_queue_rtt_us:
+ * the smoothed RTT's floor, or the min RTT if larger; the latest slice's smoothed RTT before
+ * either is known). The lower ends and the answer divide cwnd by it: a window of W delivers
+ * W per round that rounds actually take, and under jitter the min RTT is the lowest draw: 8.8 ms on a 15 ms path with +-3 ms of jitter, where the
  * smoothed RTT never read below 18.1 ms (median 21.6). From 4 s to 20 s there, CUBIC's cwnd
  * under 0.03 % loss averaged 94.7 kB and carried 33.9 Mbit/s: 35 over the median, 42 over
  * the floor, 86 over the min RTT. The upper ends keep the min RTT. */
 static double base_rtt_s(const qw_window *w)
 {
-    uint32_t base = w->srtt_floor_us > w->min_rtt_us ? w->srtt_floor_us : w->min_rtt_us;
+    uint32_t base = qw_no_queue_rtt_us(w->srtt_floor_us, w->min_rtt_us);
 
     return (base ? base : w->slice_rtt_us) / 1e6;
 }
@@ -458,8 +458,9 @@ static int climbing_back(const qw_window *w)
  *   under loss: each stream's cwnd w loses (1 - beta) w at each loss, p per packet sent,
  *   and grows at the pace that balances that at the average window TCP's loss response
  *   keeps (qw_loss_window_pkts, W*): dw/dt = p (1 - beta) (W*^2 / RTT - r w) / MSS,
- *   from the cwnd it has, at r = w / RTT, RTT the round trip with no queue (base_rtt_s). p is the median of the loss-event rate that k
- *   random events in n packets leave (Jeffreys' prior: about (k + 1/6) / n). One event is
+ *   from the cwnd it has, at r = w / RTT, RTT the round trip with no queue (base_rtt_s).
+ *   p is the median of the loss-event rate that k random events in n packets leave
+ *   (Jeffreys' prior: about (k + 1/6) / n). One event is
  *   an occurrence, not a rate: on a 400 Mbit/s x 200 ms path with no random loss,
  *   slow-start's second cut counted as one, and its "rate" would have had the flow collapse
  *   in a run that held the link.

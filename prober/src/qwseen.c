@@ -15,10 +15,16 @@ void qw_seen_rtt(qw_window *w, uint32_t rtt_us)
     w->seen_rtt_us = rtt_us;
 }
 
+/* The RTT with no queue (see quickwin.h). */
+uint32_t qw_no_queue_rtt_us(uint32_t srtt_floor_us, uint32_t min_rtt_us)
+{
+    return srtt_floor_us > min_rtt_us ? srtt_floor_us : min_rtt_us;
+}
+
 /* The standing queue over the smoothed RTT's floor (see quickwin.h). */
 double qw_queue_over(uint32_t srtt_us, uint32_t srtt_floor_us, uint32_t min_rtt_us)
 {
-    uint32_t base = srtt_floor_us > min_rtt_us ? srtt_floor_us : min_rtt_us;
+    uint32_t base = qw_no_queue_rtt_us(srtt_floor_us, min_rtt_us);
 
     if (base == 0 || srtt_us <= base)
         return 0;
