@@ -10,8 +10,9 @@
  *
  * Usage: qwreplay [-v] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...
  * One tab-separated line per run (header first): the answer quick mode would have given,
- * its interval and whether that held the run's own -t figure, and what kept a window that
- * did not converge open. The estimator's settings are the run's own (its start event), or:
+ * its interval and whether that held the run's own -t figure, what kept a window that did
+ * not converge open, and how many congestion events it took back because the kernel undid
+ * their cut (src/qwundo.c). The estimator's settings are the run's own (its start event), or:
  * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
  * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -v also prints, on
  * stderr, each slice the window closes: the estimate then, what held it open, and the answer
@@ -36,6 +37,7 @@ typedef struct {
     uint64_t ssthresh[QP_MAX_STREAMS];  /* each stream's latest ssthresh_bytes (0: never set) */
     uint32_t sretrans[QP_MAX_STREAMS];  /* ... its latest total_retrans */
     int srec[QP_MAX_STREAMS];           /* ... 1 if it was in a loss recovery */
+    qw_cut_track cut[QP_MAX_STREAMS];   /* ... its open congestion event (not BBR) */
     int open, have_last;
     qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
                                measure.c keeps it */
@@ -111,8 +113,14 @@ static void aggregate(replay *r, const json_t *ev)
             r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m);
             q->overshoot_recovery |= r->overshoot[i];
             q->ssthresh_set |= set;
-            q->stream_events += (uint32_t)qw_stream_event(r->srec[i], rec, r->sretrans[i], tr,
-                                                          set, r->bbr);
+            int began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);
+            qw_cut cut = r->bbr ? QW_CUT_NONE
+                                : qw_cut_step(&r->cut[i], began, rec,
+                                              (uint64_t)num(st, "cwnd_bytes"));
+
+            q->stream_events += (uint32_t)began;
+            q->cuts_kept += cut == QW_CUT_KEPT;
+            q->cuts_undone += cut == QW_CUT_UNDONE;
             r->ssthresh[i] = sst;
             r->sretrans[i] = tr;
             r->srec[i] = rec;
@@ -147,11 +155,12 @@ static void feed(replay *r)
         int check = r->w.next_check_t != next_check || r->w.state != QW_OPEN;
 
         fprintf(stderr, "%s t %6.2f  slices %3d  first %3d  est %9.3f Mbit/s  ci %6.2f %%  batches %2d"
-                "  answer %9.3f [%9.3f, %9.3f] %-11s %-12s events %u random %u/%u", check ? "C" : " ",
+                "  answer %9.3f [%9.3f, %9.3f] %-11s %-12s events %u random %u/%u undone %u",
+                check ? "C" : " ",
                 r->last.t_s, r->w.n, r->w.first, e->rate_bps / 1e6, e->ci_frac * 100, e->batches,
                 a.rate_bps / 1e6, a.lo_bps / 1e6, a.hi_bps / 1e6,
                 qw_bound_name(a.by) ? qw_bound_name(a.by) : "-", hold ? hold : "converged",
-                r->w.events, r->w.random_events, r->w.random_stream_events);
+                r->w.events, r->w.random_events, r->w.random_stream_events, r->w.undone_events);
     }
     /* the cwnd peaks that cuts ended, in the counted part (peaks_level() in qwloss.c judges them) */
     for (int i = 0; i < r->w.npeaks; i++)
@@ -266,13 +275,14 @@ static void report(const char *path, const replay *r)
      * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
      * printed half a unit away and failed such a check */
     printf("%s\t%s\t%.6f\t%.6f\t%d\t%d\t%.6f\t%.2f\t%.5f\t%.6f\t%.6f\t%d\t%s\t%.3f\t%.3f\t%s\t%d"
-           "\t%.6f\t%d\t%s\n",
+           "\t%.6f\t%d\t%s\t%u\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
            r->truth_bps / 1e6, a.rate_bps / 1e6, conv, answered, fig / 1e6,
            100.0 * (fig - r->truth_bps) / r->truth_bps, a.ci_frac * 100, a.lo_bps / 1e6,
            a.hi_bps / 1e6, covered, a.rate_bps > 0 ? qw_bound_name(a.by) : "-", r->ss_t,
            qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
-           e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-");
+           e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-",
+           r->w.undone_events);
 }
 
 /* Parse the options into g_set; returns the index of the first file, or -1. */
@@ -315,7 +325,7 @@ int main(int argc, char **argv)
     r.verbose = verbose;
     printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tanswered\tfigure_mbps\terr_pct\tci_pct"
            "\tlo_mbps\thi_mbps\tcovered\tbound_by\tss_t\tend_t\tbasis\tbatches\tprober_quick_mbps"
-           "\tprober_converged\thold\n");
+           "\tprober_converged\thold\tundone\n");
     for (int i = first; i < argc; i++) {
         if (r.verbose)
             fprintf(stderr, "%s\n", argv[i]);

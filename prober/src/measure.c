@@ -117,6 +117,9 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
     s->began_event = qw_stream_event(rec0, s->ti.ca_state >= 2, retrans0, s->ti.total_retrans,
                                      s->ssthresh_set, bbr);
+    s->cut = bbr ? QW_CUT_NONE
+                 : qw_cut_step(&s->cut_track, s->began_event, s->ti.ca_state >= 2,
+                               s->ti.cwnd_bytes);
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
@@ -190,6 +193,8 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->overshoot_recovery |= r->streams[i].overshoot_recovery;
         q->ssthresh_set |= r->streams[i].ssthresh_set;
         q->stream_events += (uint32_t)r->streams[i].began_event;
+        q->cuts_kept += r->streams[i].cut == QW_CUT_KEPT;
+        q->cuts_undone += r->streams[i].cut == QW_CUT_UNDONE;
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;

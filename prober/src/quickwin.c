@@ -581,6 +581,8 @@ static void count_events(qw_window *w, const qw_sample *s)
     double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
     int random, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
                                         s->retrans, s->ssthresh_set, w->p.bbr);
+    int began = qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
+                                s->ssthresh_set, w->p.bbr);
 
     if (q > w->max_queue)
         w->max_queue = q;
@@ -589,10 +591,11 @@ static void count_events(qw_window *w, const qw_sample *s)
     if (q_lo < w->slice_qlo_min)
         w->slice_qlo_min = q_lo;
     random = may_be_random(w, q);
+    if (began)
+        qw_mark_event(w);
     if (random)
         w->random_stream_events += s->stream_events;
-    if (qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
-                        s->ssthresh_set, w->p.bbr)) {
+    if (began) {
         w->events++;
         w->event_t = s->t_s;
         w->cwnd_low_bytes = s->cwnd_bytes;
@@ -623,6 +626,7 @@ static void count_events(qw_window *w, const qw_sample *s)
         w->queue_cwnd_bytes = s->cwnd_bytes;
     if (s->in_recovery || lost)
         w->clean_from_bytes = s->delivered_bytes;
+    qw_settle_event(w, s);
     w->prev_recovery = s->in_recovery;
     w->prev_retrans = s->retrans;
 }

@@ -64,6 +64,10 @@ typedef struct {
     uint32_t stream_events;     /* streams that began a congestion event since the sample
                                    before (qw_stream_event), each counted: the aggregate's
                                    in_recovery merges overlapping ones (0: not known) */
+    uint32_t cuts_kept;         /* streams whose congestion event ended at this sample with
+                                   cwnd still reduced (qw_cut_step) */
+    uint32_t cuts_undone;       /* ... and with the reduction undone: the kernel found the
+                                   loss spurious (0 and 0: not known, every cut kept) */
     int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
                                    STARTUP or DRAIN (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
@@ -174,6 +178,18 @@ typedef struct {
     qw_bound_by by;
 } qw_bounds;
 
+/* The window's event state from just before a congestion event, while whether the kernel
+ * keeps its cwnd reduction is not yet known (qwundo.c). */
+typedef struct {
+    int pending;                /* an event counted, its outcome not yet known */
+    uint32_t kept, undone;      /* its streams' outcomes so far (qw_sample.cuts_kept, ...) */
+    uint32_t events, random_events, random_stream_events;
+    double event_t, loss_queue;
+    uint64_t cwnd_low_bytes, top_cut_bytes, run_peak, clean_from_bytes;
+    int npeaks;
+    int n;                      /* slices closed before it: later ones count it */
+} qw_event_mark;
+
 /* Window state; fields private to quickwin.c. */
 typedef struct {
     qw_params p;
@@ -209,6 +225,8 @@ typedef struct {
                                    with several streams one's recovery overlaps another's,
                                    and the aggregate counts them as one */
     int prev_recovery;
+    qw_event_mark mark;         /* the latest event, until its cut is known kept or undone */
+    uint32_t undone_events;     /* events whose cut the kernel undid: taken back (qwundo.c) */
     uint32_t min_rtt_us;
     int climbing;
     int bw_rising;              /* BBR's bandwidth estimate rose through the counted part */
@@ -438,6 +456,25 @@ int qw_ssthresh_set(uint64_t prev, uint64_t now);
  * answered (ssthresh_set, see qw_ssthresh_set; any retransmission for BBR). */
 int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
                     int ssthresh_set, int bbr);
+
+/* One stream's open congestion event, followed to its end (qw_cut_step). */
+typedef struct {
+    int open;                   /* an event began and has not ended */
+    uint64_t cwnd_bytes;        /* cwnd at the latest sample */
+    uint64_t cwnd_before;       /* ... at the sample before the open event began */
+} qw_cut_track;
+
+typedef enum { QW_CUT_NONE = 0, QW_CUT_KEPT, QW_CUT_UNDONE } qw_cut;
+
+/* Follow one loss-based stream's congestion events (began: qw_stream_event at this sample;
+ * rec: ca_state >= 2 now; cwnd now) and say at the first sample out of recovery whether
+ * the event's cwnd reduction was kept or undone. Linux undoes a reduction when DSACKs or
+ * timestamps show that every retransmission of the recovery was spurious (RACK marking
+ * reordered packets lost, an early RTO): tcp_undo_cwnd_reduction puts cwnd back to at
+ * least where the recovery found it and ssthresh back to its old value, so the flow lost
+ * nothing and no loss response follows. A kept one leaves cwnd at beta of that (0.5 Reno,
+ * 0.7 CUBIC) when the recovery ends; QW_CUT_KEEP_FRAC divides the two. */
+qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b);

@@ -35,6 +35,11 @@ uint32_t qw_srtt_lo(const qw_sample *s);
  * for BBR (see qw_stream_event in quickwin.h). */
 int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
                      int ssthresh_set, int bbr);
+/* qwundo.c: keep the event state before a congestion event count_events is about to
+ * count (Reno, CUBIC), until its cut is known kept or undone. */
+void qw_mark_event(qw_window *w);
+/* Add s's streams' outcomes to the marked event; take it back once all undid their cut. */
+void qw_settle_event(qw_window *w, const qw_sample *s);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */

@@ -1,0 +1,145 @@
+/* test_qwundo.c: congestion events whose cut the kernel undid (src/qwundo.c, count_events
+ * in src/quickwin.c). */
+#include "check.h"
+#include "quickwin.h"
+
+#define MSS 1448
+#define N 250
+
+static qw_sample z[N];
+static qw_window w;
+
+/* Reno's window parameters as the prober's defaults give them. */
+static qw_params reno(void)
+{
+    return (qw_params){ .tolerance = 0.03, .min_s = 1.0, .max_s = 5.0, .sample_s = 0.02,
+                        .beta = 0.5 };
+}
+
+/* Fill z with 5 s of 100 Mbit/s at cwnd 600 MSS, RTT 50 ms with no queue, samples every
+ * 20 ms; from sample 60 a recovery of three samples (one stream's event, a retransmission),
+ * cwnd held at 500 MSS by PRR in it, and at 63 the recovery's end with cwnd at end_mss and
+ * the stream's verdict (kept, undone). */
+static void fill(uint64_t end_mss, uint32_t kept, uint32_t undone)
+{
+    for (int i = 0; i < N; i++) {
+        int rec = i >= 60 && i < 63;
+
+        z[i] = (qw_sample){ .t_s = 0.02 * (i + 1), .cwnd_bytes = 600 * MSS, .rtt_us = 50000,
+                            .min_rtt_us = 50000, .in_recovery = rec, .mss_bytes = MSS,
+                            .retrans = i >= 60, .stream_events = i == 60 };
+        z[i].delivered_bytes = (uint64_t)(100e6 / 8 * 0.02) * (uint64_t)(i + 1);
+        if (rec)
+            z[i].cwnd_bytes = 500 * MSS;
+        if (i >= 63)
+            z[i].cwnd_bytes = end_mss * MSS;
+    }
+    z[63].cuts_kept = kept;
+    z[63].cuts_undone = undone;
+}
+
+/* Open a window at 0 and feed z up to (not including) sample end. */
+static void feed(const qw_params *p, int end)
+{
+    qw_open(&w, p, 0.0, 600 * MSS, 0);
+    for (int i = 0; i < end; i++)
+        qw_feed(&w, &z[i]);
+}
+
+/* The verdict at a recovery's end: cwnd below 7/8 of the sample's before the event began
+ * is a cut kept (Reno's half, CUBIC's 0.7), at or above it one undone; an event that came
+ * and went between two samples is judged at once; with no cwnd before it, kept. */
+static void test_cut_step_exact(void)
+{
+    qw_cut_track t = { 0 };
+
+    CHECK(qw_cut_step(&t, 0, 0, 100000) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 1, 1, 90000) == QW_CUT_NONE);
+    CHECK_EQ(t.cwnd_before, 100000);
+    CHECK(qw_cut_step(&t, 0, 1, 70000) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 0, 70000) == QW_CUT_KEPT);
+    CHECK(qw_cut_step(&t, 0, 0, 70000) == QW_CUT_NONE);
+
+    t = (qw_cut_track){ .cwnd_bytes = 100000 };
+    CHECK(qw_cut_step(&t, 1, 1, 80000) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 0, 100000) == QW_CUT_UNDONE);
+
+    t = (qw_cut_track){ .cwnd_bytes = 100000 };
+    CHECK(qw_cut_step(&t, 1, 0, 87499) == QW_CUT_KEPT);
+    t = (qw_cut_track){ .cwnd_bytes = 100000 };
+    CHECK(qw_cut_step(&t, 1, 0, 87500) == QW_CUT_UNDONE);
+    CHECK(t.open == 0 && t.cwnd_bytes == 87500);
+
+    t = (qw_cut_track){ 0 };
+    CHECK(qw_cut_step(&t, 1, 0, 50000) == QW_CUT_KEPT);
+}
+
+/* A recovery whose cut was undone leaves the window's events as they were before it: no
+ * event, no random one (the streams' count too), the loss-free packets counted from where
+ * measuring began, and the slices it closed meanwhile counting none. While it is under way
+ * it counts as any other. */
+static void test_undone_event_is_taken_back(void)
+{
+    qw_params p = reno();
+
+    fill(600, 0, 1);
+    feed(&p, 62);
+    CHECK_EQ(w.events, 1);
+    CHECK_EQ(w.random_stream_events, 1);
+    CHECK(w.mark.pending == 1);
+    feed(&p, 100);
+    CHECK_EQ(w.events, 0);
+    CHECK_EQ(w.random_events, 0);
+    CHECK_EQ(w.random_stream_events, 0);
+    CHECK_EQ(w.undone_events, 1);
+    CHECK_EQ(w.npeaks, 0);
+    CHECK_EQ(w.run_peak, 600 * MSS);
+    CHECK_EQ(w.clean_from_bytes, z[0].delivered_bytes);
+    CHECK(w.mark.pending == 0);
+    for (int i = 0; i < w.n; i++)
+        CHECK_EQ(w.s[i].events, 0);
+}
+
+/* The same recovery with the cut kept (cwnd at half when it ended) is an event; so is one
+ * of two streams' events with one kept and one undone: a loss the cc answered. */
+static void test_kept_event_stays(void)
+{
+    qw_params p = reno();
+
+    fill(300, 1, 0);
+    feed(&p, 100);
+    CHECK_EQ(w.events, 1);
+    CHECK_EQ(w.random_events, 1);
+    CHECK_EQ(w.undone_events, 0);
+    CHECK_EQ(w.clean_from_bytes, z[62].delivered_bytes);
+    CHECK(w.s[w.n - 1].events == 1);
+
+    fill(450, 1, 1);
+    feed(&p, 100);
+    CHECK_EQ(w.events, 1);
+    CHECK_EQ(w.undone_events, 0);
+}
+
+/* BBR restores cwnd after every recovery: nothing is taken back. */
+static void test_bbr_keeps_its_events(void)
+{
+    qw_params p = reno();
+
+    p.bbr = 1;
+    p.beta = 0;
+    fill(600, 0, 1);
+    for (int i = 0; i < N; i++)
+        z[i].bbr_mode = QW_BBR_PROBE_BW;
+    feed(&p, 100);
+    CHECK_EQ(w.events, 1);
+    CHECK_EQ(w.undone_events, 0);
+}
+
+int main(void)
+{
+    test_cut_step_exact();
+    test_undone_event_is_taken_back();
+    test_kept_event_stays();
+    test_bbr_keeps_its_events();
+    return check_done();
+}
