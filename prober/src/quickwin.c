@@ -560,6 +560,23 @@ static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
         w->top_cut_bytes = cwnd_bytes;
 }
 
+/* Forget the capacity bounds a queue gave (qw_window.queue_cwnd_bytes, ss_bdp_bytes) once
+ * sample s, outside a recovery, shows no queue (q_lo BDP) with twice that cwnd. At a fixed
+ * capacity the queue says the BDP is below cwnd W; with 2 W in flight more than a BDP
+ * would queue, and the RTT would be over twice the one with no queue. So the link is not
+ * the one that queue proved full: the reading was delay jitter (the smoothed RTT's floor
+ * is its lowest excursion: +-3 ms on a 15 ms path read a queue of 0.25 BDP at cwnd 13 kB,
+ * 5 % of the BDP, and the flow went on to 140 Mbit/s), or cross traffic that has left. */
+static void forget_refuted_queue(qw_window *w, const qw_sample *s, double q_lo)
+{
+    if (q_lo >= QW_BUSY_QUEUE || s->in_recovery)
+        return;
+    if (w->queue_cwnd_bytes && s->cwnd_bytes >= 2 * w->queue_cwnd_bytes)
+        w->queue_cwnd_bytes = 0;
+    if (w->ss_bdp_bytes && s->cwnd_bytes >= 2 * w->ss_bdp_bytes)
+        w->ss_bdp_bytes = 0;
+}
+
 /* 1 if a loss at a queue of q BDP may be random: a loss at the top of a buffer the window has
  * seen (the deepest queue, slow-start's overshoot included) is the sawtooth's own; one well
  * below it, or with no buffer seen at all, may be random (qw_loss_floor). */
@@ -624,6 +641,7 @@ static void count_events(qw_window *w, const qw_sample *s)
         s->t_s - w->event_t >= 2e-6 * s->rtt_us &&
         (w->queue_cwnd_bytes == 0 || s->cwnd_bytes < w->queue_cwnd_bytes))
         w->queue_cwnd_bytes = s->cwnd_bytes;
+    forget_refuted_queue(w, s, q_lo);
     if (s->in_recovery || lost)
         w->clean_from_bytes = s->delivered_bytes;
     qw_settle_event(w, s);

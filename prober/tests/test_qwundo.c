@@ -1,5 +1,5 @@
-/* test_qwundo.c: congestion events whose cut the kernel undid (src/qwundo.c, count_events
- * in src/quickwin.c). */
+/* test_qwundo.c: congestion events whose cut the kernel undid, and queue readings that a
+ * larger cwnd with no queue refutes (src/qwundo.c, count_events in src/quickwin.c). */
 #include "check.h"
 #include "quickwin.h"
 
@@ -135,11 +135,42 @@ static void test_bbr_keeps_its_events(void)
     CHECK_EQ(w.undone_events, 0);
 }
 
+/* A queue of 0.3 BDP (RTT 65 ms over 50) with cwnd 100 MSS bounds the capacity: the
+ * window keeps that cwnd. The link with no queue at 199 MSS leaves it; at 200 MSS, twice
+ * the cwnd, no queue refutes it (jitter or cross traffic read as a queue) and it is gone. */
+static void run_refuted_queue(uint64_t later_mss)
+{
+    qw_params p = reno();
+
+    for (int i = 0; i < N; i++) {
+        int queued = i >= 10 && i < 20;
+
+        z[i] = (qw_sample){ .t_s = 0.02 * (i + 1), .cwnd_bytes = (queued ? 100 : 90) * MSS,
+                            .rtt_us = queued ? 65000 : 50000, .min_rtt_us = 50000,
+                            .mss_bytes = MSS };
+        if (i >= 30)
+            z[i].cwnd_bytes = later_mss * MSS;
+        z[i].delivered_bytes = (uint64_t)(20e6 / 8 * 0.02) * (uint64_t)(i + 1);
+    }
+    feed(&p, 25);
+    CHECK_EQ(w.queue_cwnd_bytes, 100 * MSS);
+    feed(&p, 40);
+}
+
+static void test_no_queue_at_twice_the_cwnd_refutes_one(void)
+{
+    run_refuted_queue(199);
+    CHECK_EQ(w.queue_cwnd_bytes, 100 * MSS);
+    run_refuted_queue(200);
+    CHECK_EQ(w.queue_cwnd_bytes, 0);
+}
+
 int main(void)
 {
     test_cut_step_exact();
     test_undone_event_is_taken_back();
     test_kept_event_stays();
     test_bbr_keeps_its_events();
+    test_no_queue_at_twice_the_cwnd_refutes_one();
     return check_done();
 }

@@ -109,3 +109,25 @@ def test_recorded_cubic8_lossy_counts_every_streams_loss(replayed):
     # window measured (the recording's 42.5) was 32 % over the 20 s figure
     assert float(r["prober_quick_mbps"]) == pytest.approx(42.515, abs=0.001)
     assert float(r["figure_mbps"]) == pytest.approx(34.386, abs=0.001)
+
+
+def test_recorded_cubic_undone_recoveries_are_no_loss(replayed):
+    # 150 Mbit/s x 15 ms, 2.5-BDP buffer, no random loss, +-3 ms jitter in netem's order
+    # (held-out seed 49). Delay jitter ended slow-start at 7 kB, and the reordered flow kept
+    # RACK marking packets lost: 13 recoveries in the window's 1.4 s, every one undone when
+    # DSACKs showed the retransmissions spurious (cwnd back to where it was). Counted as
+    # random losses they held the interval at 0.9-24.2 Mbit/s, and the answer at 14.1,
+    # against a 20 s figure of 69.6. Taken back, there is no loss at all.
+    r = replayed["cubic-150M-15ms-netem-jitter3-undone.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(69.597, abs=0.001)
+    assert r["undone"] == "13"
+    assert float(r["prober_quick_mbps"]) == pytest.approx(14.073, abs=0.001)
+    # The smoothed RTT's jitter read a queue of 0.25 BDP with cwnd at 13 kB, which capped the
+    # climb at 45 Mbit/s; with no queue at 43 kB that reading is refuted, and the growing
+    # term's upper side takes cwnd up by CUBIC's law. The window answers wide, and holds the
+    # figure: the climb from 7 kB is slow, and 1.5 s cannot say where it will stop.
+    assert r["answered"] == "1" and r["bound_by"] == "growing"
+    assert float(r["lo_mbps"]) == pytest.approx(8.091, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(112.006, abs=0.001)
+    assert r["covered"] == "1"
+    assert float(r["figure_mbps"]) == pytest.approx(24.042, abs=0.001)
