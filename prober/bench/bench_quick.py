@@ -63,6 +63,7 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwint.h",
     "prober/src/qwdue.c",
     "prober/src/qwseen.c",
+    "prober/src/qwundo.c",
     "prober/src/qwstats.c",
     "prober/src/qwloss.c",
     "prober/src/qwpredict.c",

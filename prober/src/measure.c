@@ -112,6 +112,7 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     uint32_t retrans0 = s->ti.total_retrans;
     int rec0 = s->ti.ca_state >= 2;
 
+    s->cut = QW_CUT_NONE;   /* a failed read must not report the last verdict again */
     if (tcpinfo_read(s->fd, &s->ti, msg, sizeof(msg)) < 0)
         return;
     s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
