@@ -37,7 +37,7 @@ typedef struct {
     uint64_t ssthresh[QP_MAX_STREAMS];  /* each stream's latest ssthresh_bytes (0: never set) */
     uint32_t sretrans[QP_MAX_STREAMS];  /* ... its latest total_retrans */
     int srec[QP_MAX_STREAMS];           /* ... 1 if it was in a loss recovery */
-    qw_cut_track cut[QP_MAX_STREAMS];   /* ... its open congestion event (not BBR) */
+    qw_cut_track cut[QP_MAX_STREAMS];   /* ... its open congestion event */
     int open, have_last;
     qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
                                measure.c keeps it */
@@ -114,9 +114,7 @@ static void aggregate(replay *r, const json_t *ev)
             q->overshoot_recovery |= r->overshoot[i];
             q->ssthresh_set |= set;
             int began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);
-            qw_cut cut = r->bbr ? QW_CUT_NONE
-                                : qw_cut_step(&r->cut[i], began, rec,
-                                              (uint64_t)num(st, "cwnd_bytes"));
+            qw_cut cut = qw_cut_step(&r->cut[i], began, rec, (uint64_t)num(st, "cwnd_bytes"));
 
             q->stream_events += (uint32_t)began;
             q->cuts_kept += cut == QW_CUT_KEPT;

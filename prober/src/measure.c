@@ -118,9 +118,7 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
     s->began_event = qw_stream_event(rec0, s->ti.ca_state >= 2, retrans0, s->ti.total_retrans,
                                      s->ssthresh_set, bbr);
-    s->cut = bbr ? QW_CUT_NONE
-                 : qw_cut_step(&s->cut_track, s->began_event, s->ti.ca_state >= 2,
-                               s->ti.cwnd_bytes);
+    s->cut = qw_cut_step(&s->cut_track, s->began_event, s->ti.ca_state >= 2, s->ti.cwnd_bytes);
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,

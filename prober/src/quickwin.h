@@ -466,14 +466,15 @@ typedef struct {
 
 typedef enum { QW_CUT_NONE = 0, QW_CUT_KEPT, QW_CUT_UNDONE } qw_cut;
 
-/* Follow one loss-based stream's congestion events (began: qw_stream_event at this sample;
+/* Follow one stream's congestion events (began: qw_stream_event at this sample;
  * rec: ca_state >= 2 now; cwnd now) and say at the first sample out of recovery whether
  * the event's cwnd reduction was kept or undone. Linux undoes a reduction when DSACKs or
  * timestamps show that every retransmission of the recovery was spurious (RACK marking
  * reordered packets lost, an early RTO): tcp_undo_cwnd_reduction puts cwnd back to at
  * least where the recovery found it and ssthresh back to its old value, so the flow lost
  * nothing and no loss response follows. A kept one leaves cwnd at beta of that (0.5 Reno,
- * 0.7 CUBIC) when the recovery ends; QW_CUT_KEEP_FRAC divides the two. */
+ * 0.7 CUBIC) when the recovery ends; QW_CUT_KEEP_FRAC divides the two. BBR restores cwnd
+ * after every recovery, so the window ignores its streams' verdicts (qw_mark_event). */
 qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */

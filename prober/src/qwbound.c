@@ -73,10 +73,11 @@ static double min_rtt_s(const qw_window *w)
 /* The round trip with no queue in seconds, as the queues are read over (qw_no_queue_rtt_us:
  * the smoothed RTT's floor, or the min RTT if larger; the latest slice's smoothed RTT before
  * either is known). The lower ends and the answer divide cwnd by it: a window of W delivers
- * W per round that rounds actually take, and under jitter the min RTT is the lowest draw: 8.8 ms on a 15 ms path with +-3 ms of jitter, where the
- * smoothed RTT never read below 18.1 ms (median 21.6). From 4 s to 20 s there, CUBIC's cwnd
- * under 0.03 % loss averaged 94.7 kB and carried 33.9 Mbit/s: 35 over the median, 42 over
- * the floor, 86 over the min RTT. The upper ends keep the min RTT. */
+ * W per round that rounds actually take, and under jitter the min RTT is the lowest draw:
+ * 8.8 ms on a 15 ms path with +-3 ms of jitter, where the smoothed RTT never read below
+ * 18.1 ms (median 21.6). From 4 s to 20 s there, CUBIC's cwnd under 0.03 % loss averaged
+ * 94.7 kB and carried 33.9 Mbit/s: 35 over the median, 42 over the floor, 86 over the min
+ * RTT. The upper ends keep the min RTT. */
 static double base_rtt_s(const qw_window *w)
 {
     uint32_t base = qw_no_queue_rtt_us(w->srtt_floor_us, w->min_rtt_us);

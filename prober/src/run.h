@@ -32,7 +32,7 @@ typedef struct {
     int overshoot_recovery;         /* in a recovery begun in BBR's STARTUP or DRAIN */
     int ssthresh_set;               /* ssthresh set anew since the sample before */
     int began_event;                /* began a congestion event since it (qw_stream_event) */
-    qw_cut_track cut_track;         /* its open congestion event (Reno, CUBIC) */
+    qw_cut_track cut_track;         /* its open congestion event */
     qw_cut cut;                     /* ... ended at this sample: kept or undone (qw_cut_step) */
     ss_detector det;
     ss_rule rule;                   /* rule that fired, SS_RULE_NONE until then */
