@@ -131,3 +131,18 @@ def test_recorded_cubic_undone_recoveries_are_no_loss(replayed):
     assert float(r["hi_mbps"]) == pytest.approx(112.006, abs=0.001)
     assert r["covered"] == "1"
     assert float(r["figure_mbps"]) == pytest.approx(24.042, abs=0.001)
+
+
+def test_recorded_bbr_loopback_upper_end_is_not_the_latest_bandwidth_estimate(replayed):
+    # Loopback (the demo's target), BBR, 10 s. BBR's bandwidth filter keeps its last 10
+    # rounds, about 0.3 ms here, so its latest estimate follows the host's scheduling: 34.9
+    # Gbit/s when the window closed, at a rate of 48.7. The upper end used to stop at the
+    # larger of that estimate and the rate (47.9, the interval 42.7-47.9), and the run's 10 s
+    # figure was 50.3. The rates the path gave earlier in the window are the bound instead.
+    r = replayed["bbr-loopback.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(50329.665, abs=0.001)
+    assert r["cc"] == "bbr" and r["answered"] == "1" and r["converged"] == "0"
+    assert float(r["figure_mbps"]) == pytest.approx(47861.678, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(42666.624, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(53662.174, abs=0.001)
+    assert r["covered"] == "1"
