@@ -158,6 +158,8 @@ typedef struct {
                                the steady rate fills */
     double rest_s;          /* from the counted part's start to the run's end: the steady
                                rate's time, PROBE_RTT visits included */
+    double tail_frac;       /* a loss among the run's last bytes, a fraction of rate_bps:
+                               below the figure only (part of ci_frac, as end_frac is) */
 } qw_prediction;
 
 /* The evidence that set the wider side of the answer's interval (qwbound.c). */

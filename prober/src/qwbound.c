@@ -562,7 +562,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     if (pr->ci_frac >= 0) {
         /* the sampling part of the prediction interval, back to the steady rate (the end's
          * part is on the figure: added below, after the cap) */
-        double sampling = sqrt(fmax(0, pr->ci_frac * pr->ci_frac - pr->end_frac * pr->end_frac));
+        double sampling = sqrt(fmax(0, pr->ci_frac * pr->ci_frac - pr->end_frac * pr->end_frac -
+                                        pr->tail_frac * pr->tail_frac));
         double half = sampling * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
 
         widen(&b, b.steady - half, b.steady + half, QW_BOUND_STATISTICS);
@@ -609,11 +610,11 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * (short: the quarters' range, 0.1 % on a flat BBR rate) keeps it too */
     b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
     b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
-    if (pr->end_frac > 0) {
-        double e = pr->end_frac * pr->rate_bps, dlo = pr->rate_bps - b.lo_bps,
-               dhi = b.hi_bps - pr->rate_bps;
+    if (pr->end_frac > 0 || pr->tail_frac > 0) {
+        double e = pr->end_frac * pr->rate_bps, tail = pr->tail_frac * pr->rate_bps,
+               dlo = pr->rate_bps - b.lo_bps, dhi = b.hi_bps - pr->rate_bps;
 
-        b.lo_bps = fmax(0, pr->rate_bps - sqrt(dlo * dlo + e * e));
+        b.lo_bps = fmax(0, pr->rate_bps - sqrt(dlo * dlo + e * e + tail * tail));
         b.hi_bps = pr->rate_bps + sqrt(dhi * dhi + e * e);
     }
     return b;

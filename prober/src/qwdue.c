@@ -66,6 +66,33 @@ void qw_track_backlog(qw_window *w, const qw_sample *s)
         w->backlog_max[0] = s->backlog_bytes;
 }
 
+/* What is left to drain when the sender stops: every stream holding unacked (socket buffer
+ * and flight) what the busiest held over the last half to whole second (qw_track_backlog). */
+static double backlog_held(const qw_window *w)
+{
+    uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
+
+    return qw_streams(w) * (double)held;
+}
+
+/* 1 if a loss among the backlog a run leaves when its sender stops is likely (qwint.h): 5 %
+ * or more at the rate of the window's loss events, counted stream by stream where that
+ * counts more (any stream's loss holds the end back). The full run's end drains as the quick
+ * window's does (drain_loss_likely), but one event is an occurrence, not a rate: a lone
+ * event in a BBR window is usually STARTUP's overshoot still draining (10 Mbit/s x 200 ms,
+ * 2-BDP buffer: one loss in DRAIN, then none in the 16 s after it). */
+int qw_tail_loss_likely(const qw_window *w)
+{
+    uint32_t events = w->p.bbr ? w->events : w->random_events;
+    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+
+    if (w->random_stream_events > events)
+        events = w->random_stream_events;
+    if (events < 2 || packets < 1)
+        return 0;
+    return 1.0 - exp(-(double)events / packets * backlog_held(w) / mss) >= 0.05;
+}
+
 /* Seconds from the window's close to the answer, once measuring began. Every byte written
  * must be acked first, and a stream's backlog (its socket buffer as well as its flight)
  * leaves at about its share of the rate measured so far (Little's law: in the last bench the
@@ -81,13 +108,12 @@ static double drain_s(const qw_window *w, const qw_sample *s)
 {
     double srtt = s->rtt_us / 1e6, t = s->t_s - w->began_t, rate, backlog, drain;
     int streams = qw_streams(w);
-    uint64_t held = w->backlog_max[0] > w->backlog_max[1] ? w->backlog_max[0] : w->backlog_max[1];
 
     /* the rate is read over two round trips at least: over fewer it reads the flight's bursts */
     if (t < 2 * srtt || s->delivered_bytes <= w->start_delivered)
         return (streams > 1 ? 2 : 1) * srtt;
     rate = (double)(s->delivered_bytes - w->start_delivered) / t;
-    backlog = streams * (double)held;
+    backlog = backlog_held(w);
     drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
     return drain_loss_likely(w, backlog) ? drain + 3 * srtt : drain;
 }

@@ -57,6 +57,8 @@ void qw_track_backlog(qw_window *w, const qw_sample *s);
 /* Bring the deadline forward to the latest time the window may close at s and still answer
  * by --quick-max-ms. */
 void qw_update_deadline(qw_window *w, const qw_sample *s);
+/* 1 if a loss among the bytes a run leaves in flight when its sender stops is likely. */
+int qw_tail_loss_likely(const qw_window *w);
 /* Plan the window's checks and the statistics term's level at each. */
 void qw_plan_checks(qw_window *w);
 /* 1 if the answer is due at t (the deadline, as it stands). */
