@@ -430,6 +430,10 @@ double qw_capacity_seen(const qw_window *w);
  * which of the two set it. */
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by);
 
+/* Loss-based cc: 1 if the cwnd peaks the window's cycles were cut at do not fall (a
+ * sawtooth that settled, not slow-start's level coming down). */
+int qw_peaks_level(const qw_window *w);
+
 /* BBR's mode from TCP_CC_INFO's gains (x256); QW_BBR_NONE when both are 0. */
 qw_bbr_mode qw_bbr_mode_from_gains(uint32_t pacing_gain, uint32_t cwnd_gain);
 

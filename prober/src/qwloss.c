@@ -9,7 +9,7 @@
                                    smoothed RTT (gain 1/8 per ACK) trails the queue and
                                    delay jitter blurs it */
 #define QW_TREND_PEAKS 5        /* cwnd peaks from which their trend, beside their range,
-                                   can show they do not fall: see peaks_level() */
+                                   can show they do not fall: see qw_peaks_level() */
 #define QW_CLEAN_PACKETS 5000  /* at most this many loss-free packets are asked for (rules
                                    out random loss >= 1e-3 at 99.3 %): see loss_free() */
 
@@ -163,7 +163,7 @@ static int buffer_deep(const qw_window *w)
  * peaks or more, when their least-squares line does not fall by more than 1 - QW_QUEUE_SAME
  * from the first peak to the last (with fewer, a line cannot tell a fall from scatter). On a
  * steady fall the two agree (the line's ends are the first and last peak). */
-static int peaks_level(const qw_window *w)
+int qw_peaks_level(const qw_window *w)
 {
     double y[QW_MAX_PEAKS], lo = INFINITY, hi = 0, ym = 0, sxy = 0, sxx = 0, slope, xm;
     int k = 0;
@@ -197,7 +197,7 @@ static int peaks_level(const qw_window *w)
  * at the cut is at least (1 - beta) / beta x BDP (0.43 BDP for CUBIC, 1 BDP for Reno). So
  * the window may stop when
  * - it holds whole sawtooth cycles (three or more, cut to cut: the loss-cycle basis) whose
- *   cwnd peaks do not fall (peaks_level: not slow-start's level falling to where random
+ *   cwnd peaks do not fall (qw_peaks_level: not slow-start's level falling to where random
  *   loss holds cwnd);
  * - or the standing queue proves a full buffer's cut now would leave the link full
  *   (qw_link_full: a full buffer holds at least the queue seen now), or a deeper queue seen
@@ -212,7 +212,7 @@ qw_hold qw_sawtooth_known(const qw_window *w, const qw_sample *s)
 
     if (w->p.bbr)
         return QW_HOLD_NONE;
-    if (w->est.basis == QW_BASIS_LOSS_CYCLES && peaks_level(w))
+    if (w->est.basis == QW_BASIS_LOSS_CYCLES && qw_peaks_level(w))
         return QW_HOLD_NONE;
     if (span_us > 0 && (double)(s->limited_us - w->limited_us0) >= 0.5 * span_us)
         return QW_HOLD_NONE;

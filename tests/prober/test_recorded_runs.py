@@ -146,3 +146,21 @@ def test_recorded_bbr_loopback_upper_end_is_not_the_latest_bandwidth_estimate(re
     assert float(r["lo_mbps"]) == pytest.approx(42666.624, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(53662.174, abs=0.001)
     assert r["covered"] == "1"
+
+
+def test_recorded_cubic_falling_peaks_keep_the_random_loss_floor(replayed):
+    # Off the bench: 100 Mbit/s x 60 ms through the kernel's htb, 1.5-BDP buffer, 0.03 %
+    # random loss, +-1 ms jitter, 1500-byte frames, two CUBIC streams (held-out seed 57).
+    # Random cuts brought cwnd down from slow-start's level (peaks from 1675 kB down to 876, 741,
+    # 622), and at the deadline the window kept its last three cycles: whole cycles, which
+    # used to leave no floor, so the recording's prober answered 63.9 Mbit/s as the lower end
+    # against a 20 s figure of 41.2. Falling peaks are no steady sawtooth: the floor stands.
+    r = replayed["cubic2-100M-60ms-loss0.0003-htb-falling-peaks.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(41.186, abs=0.001)
+    assert float(r["prober_quick_mbps"]) == pytest.approx(63.857, abs=0.001)
+    assert r["basis"] == "loss_cycles" and r["batches"] == "3"
+    assert r["bound_by"] == "random_loss"
+    assert float(r["figure_mbps"]) == pytest.approx(46.996, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(22.403, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(95.241, abs=0.001)
+    assert r["covered"] == "1"
