@@ -87,9 +87,12 @@ def test_recorded_reno_reordered_collapse_keeps_growing(replayed):
     # The answer is the climb back by Reno's law, a packet a round of the round trip with no
     # queue (the smoothed RTT's floor, not the 30.4 ms draw), up to the sawtooth's share of
     # the capacity slow-start's queue showed: 70.9, where the climb's own rate (the
-    # recording's 35.6) was half the 20 s figure (76.3 with rounds of the min RTT).
+    # recording's 35.6) was half the 20 s figure (76.3 with rounds of the min RTT). The
+    # window closes at 4.44 s: its drain reckons with the connection's average rate, not
+    # only the climb's.
     assert float(r["prober_quick_mbps"]) == pytest.approx(35.601, abs=0.001)
-    assert float(r["figure_mbps"]) == pytest.approx(70.931, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(70.925, abs=0.001)
+    assert float(r["end_t"]) == pytest.approx(4.440, abs=0.001)
 
 
 def test_recorded_cubic8_lossy_counts_every_streams_loss(replayed):
@@ -163,4 +166,22 @@ def test_recorded_cubic_falling_peaks_keep_the_random_loss_floor(replayed):
     assert float(r["figure_mbps"]) == pytest.approx(46.996, abs=0.001)
     assert float(r["lo_mbps"]) == pytest.approx(22.403, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(95.241, abs=0.001)
+    assert r["covered"] == "1"
+
+
+def test_recorded_bbr_stall_early_in_the_window_still_answers(replayed):
+    # 20 Mbit/s x 8 ms, 0.6-BDP buffer, 5e-5 loss, +-1 ms of netem-order jitter, 1500-byte
+    # frames, BBR (held-out seed 61). A recovery right after slow-start delivered nothing
+    # for 0.14 s. Read over that stall the window's rate put its drain at 3.3 s, so its
+    # deadline fell at 0.24 s, before it had an estimate: the recording's prober gave no
+    # answer and ran the whole 20 s. With the drain at no less than the connection's own
+    # average rate, the window runs on and answers.
+    r = replayed["bbr-20M-8ms-netem-jitter1-stall.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(18.894, abs=0.001)
+    assert float(r["prober_quick_mbps"]) == 0
+    assert r["answered"] == "1"
+    assert float(r["end_t"]) == pytest.approx(1.960, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(17.915, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(14.426, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(20.913, abs=0.001)
     assert r["covered"] == "1"
