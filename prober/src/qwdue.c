@@ -37,12 +37,18 @@ double qw_due_s(const qw_params *p, double open_t)
     return fmax(due, fmin(p->min_s, p->max_s));
 }
 
-/* 1 if a loss among the backlog's packets is likely (5 % or more, at the rate of loss
- * events the window saw: any with BBR, those not at the top of the buffer otherwise, since
- * a sender that stopped writing no longer fills the queue). */
-static int drain_loss_likely(const qw_window *w, double backlog_bytes)
+/* The window's loss events that may recur among a stopped sender's backlog: any with BBR,
+ * those not at the top of the buffer otherwise, since a sender that stopped writing no
+ * longer fills the queue. */
+static uint32_t backlog_loss_events(const qw_window *w)
 {
-    uint32_t events = w->p.bbr ? w->events : w->random_events;
+    return w->p.bbr ? w->events : w->random_events;
+}
+
+/* 1 if a loss among backlog_bytes is likely (5 % or more) at the rate of events in the
+ * packets measured. */
+static int backlog_loss_likely(const qw_window *w, uint32_t events, double backlog_bytes)
+{
     double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
 
     if (events == 0 || packets < 1)
@@ -78,19 +84,16 @@ static double backlog_held(const qw_window *w)
 /* 1 if a loss among the backlog a run leaves when its sender stops is likely (qwint.h): 5 %
  * or more at the rate of the window's loss events, counted stream by stream where that
  * counts more (any stream's loss holds the end back). The full run's end drains as the quick
- * window's does (drain_loss_likely), but one event is an occurrence, not a rate: a lone
+ * window's does (drain_s), but one event is an occurrence, not a rate: a lone
  * event in a BBR window is usually STARTUP's overshoot still draining (10 Mbit/s x 200 ms,
  * 2-BDP buffer: one loss in DRAIN, then none in the 16 s after it). */
 int qw_tail_loss_likely(const qw_window *w)
 {
-    uint32_t events = w->p.bbr ? w->events : w->random_events;
-    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+    uint32_t events = backlog_loss_events(w);
 
     if (w->random_stream_events > events)
         events = w->random_stream_events;
-    if (events < 2 || packets < 1)
-        return 0;
-    return 1.0 - exp(-(double)events / packets * backlog_held(w) / mss) >= 0.05;
+    return events >= 2 && backlog_loss_likely(w, events, backlog_held(w));
 }
 
 /* Seconds from the window's close to the answer, once measuring began. Every byte written
@@ -121,7 +124,7 @@ static double drain_s(const qw_window *w, const qw_sample *s)
         rate = fmax(rate, (double)s->delivered_bytes / s->t_s);
     backlog = backlog_held(w);
     drain = fmax((streams > 1 ? 2 : 1) * srtt, backlog / rate);
-    return drain_loss_likely(w, backlog) ? drain + 3 * srtt : drain;
+    return backlog_loss_likely(w, backlog_loss_events(w), backlog) ? drain + 3 * srtt : drain;
 }
 
 /* Bring the deadline forward to the latest time the window may close at s and still answer
