@@ -170,7 +170,8 @@ typedef enum {
     QW_BOUND_SAWTOOTH,          /* no whole sawtooth cycle: what a cut leaves of the link */
     QW_BOUND_RANDOM_LOSS,       /* random loss not yet ruled out: TCP's loss response */
     QW_BOUND_GROWING,           /* the link's capacity not reached: cwnd's growth law */
-    QW_BOUND_LT_BW              /* BBR's long-term bandwidth: it may return to its estimate */
+    QW_BOUND_LT_BW,             /* BBR's long-term bandwidth: it may return to its estimate */
+    QW_BOUND_BBR_CYCLE          /* BBR, less than a gain cycle measured: up to its estimate */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */

@@ -21,6 +21,8 @@
  *   largest delivery rate of the last 10 rounds) bounds the rate from above; but in its
  *   long-term bandwidth mode (qw_window.lt_bw) it paces at a lower average that it leaves
  *   within 48 rounds: the rest of the run may return to the largest estimate seen (lt_bw);
+ *   and a window shorter than one gain cycle saw only some of its phases, so the rest of the
+ *   run may run up to that estimate too (bbr_cycle: bbr_part_cycle);
  * - growing (Reno, CUBIC): cwnd still grew with no standing queue and no cut from the
  *   buffer's top: the link's capacity was not reached, so the capacity seen bounds nothing;
  *   the rate may rise as cwnd's growth law (Reno: a packet a round; CUBIC: RFC 9438's cubic
@@ -37,6 +39,7 @@
 #define QW_QUARTERS 4           /* level pieces of the counted time */
 #define CUBIC_C 0.4             /* RFC 9438: C */
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
+#define QW_BBR_CYCLE_PHASES 8   /* tcp_bbr.c: PROBE_BW's gain cycle, a min RTT per phase */
 
 /* Rates (bytes/s) of QW_QUARTERS equal pieces of the counted slices since measuring began
  * (transients the window dropped included); returns how many were formed. */
@@ -537,6 +540,25 @@ qw_hold qw_loss_floor_hold(const qw_window *w)
     return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
+/* 1 if a BBR window counted less time than one gain cycle (8 phases of a min RTT each,
+ * tcp_bbr.c's PROBE_BW): its rate is that of the phases it saw, weighted as they fell, and
+ * not the cycle's, which averages the bandwidth estimate (pacing gain 1 over the cycle).
+ * Measured against the cycle, the rate may sit anywhere below that estimate: with four
+ * streams on 10 Mbit/s x 150 ms (a quarter-BDP buffer, 0.1 % loss) the stream with nine
+ * tenths of the link left STARTUP 1.3 s after the others, the drain left a 0.36 s window,
+ * and its rate read 8.96 Mbit/s against a 20 s figure of 9.55 (9.9 after slow-start). */
+static int bbr_part_cycle(const qw_window *w)
+{
+    double min_rtt = min_rtt_s(w), counted = 0;
+
+    if (!w->p.bbr || min_rtt <= 0)
+        return 0;
+    for (int i = w->first; i < w->n; i++)
+        if (!w->s[i].excluded)
+            counted += w->s[i].t1 - w->s[i].t0;
+    return counted < QW_BBR_CYCLE_PHASES * min_rtt;
+}
+
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
 static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 {
@@ -595,6 +617,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         lt = w->bw_max_bps / 8.0;
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
+    if (bbr_part_cycle(w) && w->bw_max_bps / 8.0 > b.steady)
+        widen(&b, b.steady, w->bw_max_bps / 8.0, QW_BOUND_BBR_CYCLE);
     /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
      * standing queue or not (under jitter the queue reads are noise, and a capacity read
      * while a queue stood came out 1 % under the rate the flow reached later). Not its
@@ -662,6 +686,9 @@ static const struct {
     [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
                                       "capacity was not reached, and the upper end is where "
                                       "TCP's window growth could take the rate by the run's end" },
+    [QW_BOUND_BBR_CYCLE] = { "bbr_cycle", "BBR was measured for less than one gain cycle: over "
+                                          "whole cycles it paces at its bandwidth estimate, and "
+                                          "the upper end is that estimate" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

@@ -437,6 +437,34 @@ static void test_bbr_upper_side_reaches_its_bandwidth_estimate(void)
     CHECK(b.hi <= 110e6 / 8 + 1e-6);
 }
 
+/* BBR at 150 ms, a window of 0.4 s (fewer than 8 min RTTs: part of one gain cycle) at
+ * 9 Mbit/s with a bandwidth estimate of 13: the upper side is the estimate, named
+ * bbr_cycle; the same samples at 20 ms (0.4 s is 20 min RTTs) keep the estimate out. */
+static void test_bbr_part_of_a_gain_cycle_reaches_its_estimate(void)
+{
+    qw_params p = bbr_params();
+    qw_prediction pr;
+    qw_bounds b;
+
+    p.min_s = 0.1;
+    p.max_s = 0.4;
+    ns = 0;
+    run_at(0.4, 9e6, 150000, 150000, QW_BBR_PROBE_BW, (uint64_t)13e6);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(w.bw_max_bps == (uint64_t)13e6);
+    CHECK(b.by == QW_BOUND_BBR_CYCLE);
+    CHECK_NEAR(b.hi, 13e6 / 8, 1e-6);
+    CHECK_NEAR(b.lo, b.steady, 1e-6 * b.steady);
+    CHECK(strcmp(qw_bound_name(QW_BOUND_BBR_CYCLE), "bbr_cycle") == 0);
+    ns = 0;
+    run_at(0.4, 9e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)13e6);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by != QW_BOUND_BBR_CYCLE);
+    CHECK(b.hi < 9.1e6 / 8);
+}
+
 /* The steady rate the test's own fine Euler steps give for the rest of the run of w: each
  * stream's cwnd from slice_cwnd0 under dw/dt = p (1 - beta) (W*^2 / min RTT - r w) / MSS,
  * r = w / min RTT up to the rate measured, at p = (k + 1/6) / n. */
@@ -632,6 +660,7 @@ int main(void)
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
+    test_bbr_part_of_a_gain_cycle_reaches_its_estimate();
     test_random_losses_seen_set_the_answer();
     test_climb_back_sets_the_answer();
     test_tail_loss_lowers_the_lower_side();
