@@ -41,7 +41,6 @@
 #define QW_MIN_CYCLE_BATCHES 3  /* whole cycles needed before their batches are used */
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
-#define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT */
 #define QW_LT_ROUNDS 16         /* PROBE_BW at pacing gain 1 this many rounds (of the min RTT,
                                    or of the sampling period if longer: a phase shorter than a
                                    sample can fall between two; at 10 ms such gaps read up to

@@ -171,7 +171,8 @@ typedef enum {
     QW_BOUND_RANDOM_LOSS,       /* random loss not yet ruled out: TCP's loss response */
     QW_BOUND_GROWING,           /* the link's capacity not reached: cwnd's growth law */
     QW_BOUND_LT_BW,             /* BBR's long-term bandwidth: it may return to its estimate */
-    QW_BOUND_BBR_CYCLE          /* BBR, less than a gain cycle measured: up to its estimate */
+    QW_BOUND_BBR_CYCLE,         /* BBR, less than a gain cycle measured: up to its estimate */
+    QW_BOUND_BW_RISING          /* BBR's estimate still rose at the deadline: its line */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */

@@ -39,7 +39,6 @@
 #define QW_QUARTERS 4           /* level pieces of the counted time */
 #define CUBIC_C 0.4             /* RFC 9438: C */
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
-#define QW_BBR_CYCLE_PHASES 8   /* tcp_bbr.c: PROBE_BW's gain cycle, a min RTT per phase */
 
 /* Rates (bytes/s) of QW_QUARTERS equal pieces of the counted slices since measuring began
  * (transients the window dropped included); returns how many were formed. */
@@ -556,7 +555,47 @@ static int bbr_part_cycle(const qw_window *w)
     for (int i = w->first; i < w->n; i++)
         if (!w->s[i].excluded)
             counted += w->s[i].t1 - w->s[i].t0;
-    return counted < QW_BBR_CYCLE_PHASES * min_rtt;
+    return counted < QW_BBR_GAIN_CYCLE * min_rtt;
+}
+
+/* BBR, a window that answered at its deadline: the upper side if its bandwidth estimate was
+ * still rising when it closed (0 if not). The estimate rises only when a probe at gain 1.25
+ * delivers more than the last 10 rounds did, so a rise over the window's second half says
+ * the path still gave the flow more each cycle: a share of the link still moving its way,
+ * or a STARTUP that ended below the link's rate climbing to it. The rest of the run may go
+ * on rising at the pace the second half showed for as long again as the window measured,
+ * then hold: a share converges, and the window says nothing of a rise longer than the one it
+ * saw (against a long-lived BBR flow on 100 Mbit/s x 20 ms the estimate rose 17 -> 50 Mbit/s
+ * in 2.6 s and then held at its half; the line kept on for 17 s read 161). The steady rate
+ * over pr->rest_s: the counted part at the rate measured, then the estimate's line. Against
+ * a long-lived CUBIC flow on 100 Mbit/s x 40 ms the estimate went 74.2 -> 82.5 Mbit/s over a
+ * 3.6 s window and on to 90 by 20 s; the window's levels (67.5-76.8) missed the 20 s figure
+ * of 81.3. Not
+ * when the estimate sat above the rate measured as the window began (several streams'
+ * estimates, each the largest of its own probes, trade share while their sum moves, as
+ * quickwin.c's bw_rising has it), nor in the long-term bandwidth mode (lt_bw). */
+static double bw_trend_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    double rate = w->est.rate_bps / 8.0, t_end, t_mid, from, to, slope, done, to_go, g;
+    int mid = 0;
+
+    if (!w->p.bbr || w->state == QW_CONVERGED || w->lt_bw || w->n < 2 || rate <= 0 ||
+        pr->rest_s <= 0)
+        return 0;
+    t_end = w->s[w->n - 1].t1;
+    t_mid = (w->s[0].t1 + t_end) / 2;
+    while (mid < w->n - 1 && w->s[mid].t1 < t_mid)
+        mid++;
+    from = (double)w->s[mid].bw_bps / 8.0;
+    to = (double)w->s[w->n - 1].bw_bps / 8.0;
+    done = t_end - w->start_t;
+    to_go = pr->rest_s - done;
+    if (from <= 0 || to <= (1.0 + QW_STATIONARY) * from || t_end <= w->s[mid].t1 || to_go <= 0 ||
+        (double)w->s[0].bw_bps / 8.0 > (1.0 + QW_STATIONARY) * rate)
+        return 0;
+    slope = (to - from) / (t_end - w->s[mid].t1);
+    g = fmin(to_go, t_end - w->s[0].t0);    /* how long the rise may go on */
+    return (rate * done + to * to_go + slope * (g * g / 2 + g * (to_go - g))) / pr->rest_s;
 }
 
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
@@ -576,7 +615,7 @@ static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
-    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, lt = 0, plateau = 0;
+    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -619,6 +658,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     }
     if (bbr_part_cycle(w) && w->bw_max_bps / 8.0 > b.steady)
         widen(&b, b.steady, w->bw_max_bps / 8.0, QW_BOUND_BBR_CYCLE);
+    rising = bw_trend_ceiling(w, pr);
+    if (rising > b.steady)
+        widen(&b, b.steady, rising, QW_BOUND_BW_RISING);
     /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
      * standing queue or not (under jitter the queue reads are noise, and a capacity read
      * while a queue stood came out 1 % under the rate the flow reached later). Not its
@@ -628,7 +670,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * estimate had set the upper end on 4, and 2 of their 10 s figures were above it). */
     if (w->p.bbr)
         cap = fmax(cap, w->bw_max_bps / 8.0);
-    b.hi = fmin(b.hi, fmax(fmax(cap, ceiling), fmax(lt, plateau)));
+    b.hi = fmin(b.hi, fmax(fmax(cap, fmax(ceiling, rising)), fmax(lt, plateau)));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
@@ -686,6 +728,10 @@ static const struct {
     [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
                                       "capacity was not reached, and the upper end is where "
                                       "TCP's window growth could take the rate by the run's end" },
+    [QW_BOUND_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising when the "
+                                          "window closed (a share of the link still moving its "
+                                          "way?): the upper end is where that rise takes the rate "
+                                          "by the run's end" },
     [QW_BOUND_BBR_CYCLE] = { "bbr_cycle", "BBR was measured for less than one gain cycle: over "
                                           "whole cycles it paces at its bandwidth estimate, and "
                                           "the upper end is that estimate" },

@@ -14,6 +14,7 @@
  * the window was tuned; a rate that moves less than that is read as one level. */
 #define QW_STATIONARY 0.03      /* halves, a climb or BBR's estimate this far apart: a
                                    transient, dropped or waited out */
+#define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT (tcp_bbr.c) */
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path

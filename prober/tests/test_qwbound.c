@@ -465,6 +465,60 @@ static void test_bbr_part_of_a_gain_cycle_reaches_its_estimate(void)
     CHECK(b.hi < 9.1e6 / 8);
 }
 
+/* BBR at 40 ms answering at a 3 s deadline while its rate and bandwidth estimate climb
+ * (72 -> 82 Mbit/s in steps of 2 every half second: a share of the link still moving its
+ * way): the upper side is the counted part at the rate measured, then the estimate's line
+ * at the pace of the window's second half for as long again as the window measured, then
+ * held, over the rest of the run; flat, no such term;
+ * with the estimate above the rate as the window began (several streams trading share),
+ * none either. */
+static void test_bbr_rising_estimate_lifts_the_upper_side(void)
+{
+    qw_params p = bbr_params();
+    qw_prediction pr;
+    qw_bounds b;
+    double t_end, from, to, slope, done, to_go, want, g;
+    int mid = 0;
+
+    ns = 0;
+    for (int k = 0; k < 6; k++)
+        run_at(0.5, (70 + 2 * k) * 1e6, 40000, 40000, QW_BBR_PROBE_BW, (uint64_t)((72 + 2 * k) * 1e6));
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(b.by == QW_BOUND_BW_RISING);
+    t_end = w.s[w.n - 1].t1;
+    while (w.s[mid].t1 < (w.s[0].t1 + t_end) / 2)
+        mid++;
+    from = (double)w.s[mid].bw_bps / 8;
+    to = (double)w.s[w.n - 1].bw_bps / 8;
+    CHECK_NEAR(to, 82e6 / 8, 1e-6);
+    slope = (to - from) / (t_end - w.s[mid].t1);
+    done = t_end - qw_start_t(&w);
+    to_go = pr.rest_s - done;
+    /* the line for as long again as the window measured (3 s), then held */
+    g = t_end - w.s[0].t0;
+    CHECK(g > 2.9 && g < to_go);
+    want = (w.est.rate_bps / 8 * done + to * to_go + slope * (g * g / 2 + g * (to_go - g))) / pr.rest_s;
+    CHECK_NEAR(b.hi, want, 1e-6 * want);
+    CHECK(b.hi > 82e6 / 8);
+    CHECK(strcmp(qw_bound_name(QW_BOUND_BW_RISING), "bw_rising") == 0);
+
+    ns = 0;
+    for (int k = 0; k < 6; k++)
+        run_at(0.5, (70 + 2 * k) * 1e6, 40000, 40000, QW_BBR_PROBE_BW, (uint64_t)72e6);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by != QW_BOUND_BW_RISING && b.hi < 80e6 / 8);
+
+    ns = 0;
+    for (int k = 0; k < 6; k++)
+        run_at(0.5, (70 + 2 * k) * 1e6, 40000, 40000, QW_BBR_PROBE_BW, (uint64_t)((90 + 2 * k) * 1e6));
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by != QW_BOUND_BW_RISING);
+}
+
 /* The steady rate the test's own fine Euler steps give for the rest of the run of w: each
  * stream's cwnd from slice_cwnd0 under dw/dt = p (1 - beta) (W*^2 / min RTT - r w) / MSS,
  * r = w / min RTT up to the rate measured, at p = (k + 1/6) / n. */
@@ -661,6 +715,7 @@ int main(void)
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_bbr_part_of_a_gain_cycle_reaches_its_estimate();
+    test_bbr_rising_estimate_lifts_the_upper_side();
     test_random_losses_seen_set_the_answer();
     test_climb_back_sets_the_answer();
     test_tail_loss_lowers_the_lower_side();

@@ -202,3 +202,20 @@ def test_recorded_bbr_part_of_a_gain_cycle_reaches_its_estimate(replayed):
     assert float(r["lo_mbps"]) == pytest.approx(8.298, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(12.531, abs=0.001)
     assert r["covered"] == "1"
+
+
+def test_recorded_bbr_against_cubic_rising_estimate_lifts_the_upper_side(replayed):
+    # Off the bench: a long-lived CUBIC flow through the same 100 Mbit/s x 40 ms bottleneck
+    # (1-BDP buffer, 1500-byte frames) since 6 s before the run (replay_corpus.py compete).
+    # BBR's probes took share from it cycle by cycle: its bandwidth estimate went 74.2 ->
+    # 82.5 Mbit/s over the window and on to 90 by 20 s. The window's levels (67.5-76.8) missed
+    # the 20 s figure of 81.3; the estimate still rising at the deadline lifts the upper side
+    # by its line for as long again as the window measured.
+    r = replayed["bbr-100M-40ms-vs-cubic-rising.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(81.304, abs=0.001)
+    assert r["answered"] == "1" and r["converged"] == "0" and r["hold"] == "varying"
+    assert r["bound_by"] == "bw_rising"
+    assert float(r["figure_mbps"]) == pytest.approx(73.216, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(67.508, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(83.220, abs=0.001)
+    assert r["covered"] == "1"
