@@ -741,6 +741,7 @@ BOUND_BY = (
     "growing",
     "lt_bw",
     "bbr_cycle",
+    "bw_rising",
     "capacity",
     "short",
 )
