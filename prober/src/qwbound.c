@@ -570,10 +570,9 @@ static int bbr_part_cycle(const qw_window *w)
  * over pr->rest_s: the counted part at the rate measured, then the estimate's line. Against
  * a long-lived CUBIC flow on 100 Mbit/s x 40 ms the estimate went 74.2 -> 82.5 Mbit/s over a
  * 3.6 s window and on to 90 by 20 s; the window's levels (67.5-76.8) missed the 20 s figure
- * of 81.3. Not
- * when the estimate sat above the rate measured as the window began (several streams'
- * estimates, each the largest of its own probes, trade share while their sum moves, as
- * quickwin.c's bw_rising has it), nor in the long-term bandwidth mode (lt_bw). */
+ * of 81.3. Not when the estimate sat above the rate measured as the window began (several
+ * streams' estimates, each the largest of its own probes, trade share while their sum
+ * moves, as quickwin.c's bw_rising has it), nor in the long-term bandwidth mode (lt_bw). */
 static double bw_trend_ceiling(const qw_window *w, const qw_prediction *pr)
 {
     double rate = w->est.rate_bps / 8.0, t_end, t_mid, from, to, slope, done, to_go, g;
@@ -729,9 +728,9 @@ static const struct {
                                       "capacity was not reached, and the upper end is where "
                                       "TCP's window growth could take the rate by the run's end" },
     [QW_BOUND_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising when the "
-                                          "window closed (a share of the link still moving its "
-                                          "way?): the upper end is where that rise takes the rate "
-                                          "by the run's end" },
+                                          "window closed (its share of the link still growing?): "
+                                          "the upper end is where that rise, kept up for as long "
+                                          "again, takes the rate" },
     [QW_BOUND_BBR_CYCLE] = { "bbr_cycle", "BBR was measured for less than one gain cycle: over "
                                           "whole cycles it paces at its bandwidth estimate, and "
                                           "the upper end is that estimate" },
