@@ -548,13 +548,11 @@ qw_hold qw_loss_floor_hold(const qw_window *w)
  * and its rate read 8.96 Mbit/s against a 20 s figure of 9.55 (9.9 after slow-start). */
 static int bbr_part_cycle(const qw_window *w)
 {
-    double min_rtt = min_rtt_s(w), counted = 0;
+    double min_rtt = min_rtt_s(w), bytes = 0, counted = 0;
 
     if (!w->p.bbr || min_rtt <= 0)
         return 0;
-    for (int i = w->first; i < w->n; i++)
-        if (!w->s[i].excluded)
-            counted += w->s[i].t1 - w->s[i].t0;
+    qw_unit_sum(w, w->first, w->n, &bytes, &counted);
     return counted < QW_BBR_GAIN_CYCLE * min_rtt;
 }
 
