@@ -376,6 +376,18 @@ static int estimate(qw_window *w, double alpha, double *half_diff, int *mid)
     return full;
 }
 
+/* 1 if BBR's bandwidth filter (QW_BBR_BW_ROUNDS rounds, a round about the latest slice's
+ * smoothed RTT) spans at least the sampling period, so that each estimate the window reads
+ * carries the filter's memory of the reads before it and a rise between two reads is the
+ * filter's. Shorter, each read is the largest delivery rate of a few rounds since the last,
+ * and two reads differ by the spread of those rates: on loopback 10 rounds take 0.3 ms
+ * against 20 ms samples, and the estimates read 27.6-149.7 Gbit/s slice to slice at a
+ * steady 70-75. */
+int qw_bw_filter_smooth(const qw_window *w)
+{
+    return QW_BBR_BW_ROUNDS * (w->slice_rtt_us / 1e6) >= w->p.sample_s;
+}
+
 /* The first counted slice at whose end BBR's bandwidth estimate was within QW_STATIONARY
  * of its latest value: where its climb ended (w->first when it did not climb). */
 static int climb_end(const qw_window *w)
@@ -402,13 +414,14 @@ static int climb_end(const qw_window *w)
  * the largest of its own samples, taken during its own probe, when it borrows share from
  * the others, so the sum over several flows sits above what the link delivers and moves as
  * they trade share while the total stays put (4 flows on a 10 Mbit/s x 150 ms lab path:
- * the sum rose 10.7 -> 11.9 Mbit/s over 3 s at a rate flat at 9.6). */
+ * the sum rose 10.7 -> 11.9 Mbit/s over 3 s at a rate flat at 9.6). Nor where the filter
+ * is shorter than the sampling period (qw_bw_filter_smooth): two reads there are no trend. */
 static int bw_rising(const qw_window *w)
 {
     uint64_t from = w->s[w->first].bw_bps, to = w->s[w->n - 1].bw_bps;
     double bytes = 0, secs = 0;
 
-    if (!w->p.bbr || from == 0 || w->n <= w->first ||
+    if (!w->p.bbr || from == 0 || w->n <= w->first || !qw_bw_filter_smooth(w) ||
         (double)to <= (1.0 + QW_STATIONARY) * (double)from)
         return 0;
     qw_unit_sum(w, w->first, w->n, &bytes, &secs);

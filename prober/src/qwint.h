@@ -15,6 +15,8 @@
 #define QW_STATIONARY 0.03      /* halves, a climb or BBR's estimate this far apart: a
                                    transient, dropped or waited out */
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT (tcp_bbr.c) */
+#define QW_BBR_BW_ROUNDS 10     /* BBR's bandwidth filter: the largest delivery rate of this
+                                   many rounds (tcp_bbr.c's bbr_bw_rtts, CYCLE_LEN + 2) */
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
@@ -27,6 +29,8 @@ void qw_unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs);
 /* 1 if slices [from, to) ran at a level the batches (rate r) do not. */
 int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes,
                        const double *secs, int nb, double r);
+/* 1 if BBR's bandwidth estimates, as the window reads them, carry the filter's memory. */
+int qw_bw_filter_smooth(const qw_window *w);
 /* qwseen.c: lower *floor_us to s's least smoothed RTT if that is smaller. */
 void qw_srtt_floor(uint32_t *floor_us, const qw_sample *s);
 /* The least smoothed RTT over the streams at s (0: none). */
