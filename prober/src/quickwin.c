@@ -903,6 +903,11 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
          * (at a stricter level) pass at it */
         int met = w->hold == QW_HOLD_NONE && w->n > 0;
 
+        /* a slice is a whole number of round trips: one of a deep buffer's several-second
+         * smoothed RTT (a slow uplink) may not have closed by the deadline; close it short
+         * so that the window answers with what it measured instead of running to -t */
+        if (w->n == 0 && s->t_s > w->slice_t0)
+            close_slice(w, s);
         qw_stop(w);
         if (met)
             w->state = QW_CONVERGED;

@@ -176,6 +176,30 @@ static void test_flat_rate_converges_at_min(void)
     g_min_rtt_us = 0;
 }
 
+/* A smoothed RTT longer than the time to the deadline (6 s through a deep buffer on a slow
+ * uplink) makes the first slice, a whole round, outlast the window: it closes short at the
+ * deadline and the window answers with the rate it measured, an interval as wide as a
+ * window too short for batches gets, instead of running to -t. */
+static void test_first_slice_longer_than_the_window_still_answers(void)
+{
+    qw_params p = defaults(0);
+    qw_answer a;
+
+    z.n = 0;
+    for (int i = 0; i < 400; i++)
+        push(2e6, 1500 * MSS, 6000000, 0, QW_BBR_NONE);
+    qw_open(&w, &p, 0.02, 1500 * MSS, 0);
+    CHECK(feed_from(0) > 0);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_end_t(&w) >= 0.02 + p.max_s && qw_end_t(&w) < 0.02 + p.max_s + 0.021);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 2e6, 1e-6);
+    CHECK(qw_result(&w)->ci_frac < 0);
+    a = qw_answer_of(&w, 10);
+    CHECK(a.rate_bps > 0 && a.ci_frac > 0);
+    CHECK(a.lo_bps <= a.rate_bps && a.hi_bps >= a.rate_bps);
+    CHECK(a.by == QW_BOUND_SHORT);
+}
+
 /* The window stops only at its planned checks (after --quick-ms of measuring, then every
  * quarter of it; the deadline last), with the statistics term at levels that sum to 5 % over
  * the plan: 2.5 % at the deadline, 2.5 % shared by the 16 checks before it (measuring began
@@ -1558,6 +1582,7 @@ int main(int argc, char **argv)
     test_due_after_a_late_slow_start();
     test_bbr_modes_from_gains();
     test_flat_rate_converges_at_min();
+    test_first_slice_longer_than_the_window_still_answers();
     test_window_stops_only_at_planned_checks();
     test_shallow_queue_waits_for_a_cut();
     test_rising_rate_waits();
