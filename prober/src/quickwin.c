@@ -915,6 +915,21 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     return w->state;
 }
 
+/* Count the slices from k on again, those before it as delivered before the counted part. */
+static void count_from(qw_window *w, int k)
+{
+    w->est.start_bytes = w->start_delivered;
+    for (int i = 0; i < k; i++)
+        w->est.start_bytes += w->s[i].bytes;
+    w->first = k;
+    w->start_t = w->s[k].t0;
+    w->start_after_loss = k == 0 ? w->open_after_loss : 0;
+    w->est.excluded_s = 0;
+    for (int i = k; i < w->n; i++)
+        if (w->s[i].excluded)
+            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
+}
+
 /* Count every slice since measuring began again. The parts the window dropped ran at
  * levels the path set (cross traffic on and off: w->varying, QW_HOLD_HEAD), or the rate
  * kept changing level until the deadline (QW_HOLD_SHORT), not one transient of the flow's
@@ -930,14 +945,29 @@ static void undo_drops(qw_window *w)
 {
     if (w->first == 0 || w->n == 0)
         return;
-    w->first = 0;
-    w->start_t = w->s[0].t0;
-    w->est.start_bytes = w->start_delivered;
-    w->start_after_loss = w->open_after_loss;
-    w->est.excluded_s = 0;
-    for (int i = 0; i < w->n; i++)
-        if (w->s[i].excluded)
-            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
+    count_from(w, 0);
+}
+
+/* At the deadline: count at least the shortest window (--quick-ms) back from the latest
+ * slice, taking back the latest drops that left less. A drop keeps the part after a
+ * transient to measure the steady state in; one in the last moments before the deadline
+ * leaves no time for that. For Reno and CUBIC what it keeps is the last fraction of a
+ * sawtooth cycle: Reno on 100 Mbit/s x 40 ms with 30 % cross traffic (a half-BDP buffer)
+ * dropped all but its last 0.38 s and read -20.5 % (64.8, 50.7-78.6, against 81.5); over
+ * its last second it reads 79.2 (63.0-79.4). */
+static void keep_shortest(qw_window *w)
+{
+    double t_end;
+    int k;
+
+    if (w->first == 0 || w->n == 0)
+        return;
+    t_end = w->s[w->n - 1].t1;
+    k = w->first;
+    while (k > 0 && t_end - w->s[k].t0 < w->p.min_s * QW_SLACK)
+        k--;
+    if (k < w->first)
+        count_from(w, k);
 }
 
 /* Close a window still open as not converged, with the estimate so far. */
@@ -956,6 +986,7 @@ void qw_stop(qw_window *w)
     if (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_SHORT ||
         (w->hold == QW_HOLD_FEW_BATCHES && w->drops > 0 && w->p.bbr && all_probe_bw(w, 0, w->n)))
         undo_drops(w);
+    keep_shortest(w);
     if (w->n && estimate(w, w->due_alpha, &half_diff, &mid) == 0 && w->est.batches == 0) {
         /* Too short for batches: the plain mean of what was counted, no interval. */
         double b = 0, t = 0;
