@@ -760,6 +760,22 @@ static int level_changed_at_full_link(const qw_window *w, int mid)
     return qw_mostly_full(w, w->first, mid) && qw_mostly_full(w, mid, w->n);
 }
 
+/* Count the slices from k on, those before it as delivered before the counted part;
+ * after_loss: the counted part begins right after a cwnd reduction. */
+static void count_from(qw_window *w, int k, int after_loss)
+{
+    w->est.start_bytes = w->start_delivered;
+    for (int i = 0; i < k; i++)
+        w->est.start_bytes += w->s[i].bytes;
+    w->first = k;
+    w->start_t = w->s[k].t0;
+    w->start_after_loss = after_loss;
+    w->est.excluded_s = 0;
+    for (int i = k; i < w->n; i++)
+        if (w->s[i].excluded)
+            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
+}
+
 /* The two halves of the window disagree: the first half was still a transient (cwnd
  * climbing, a queue filling or draining), not steady state. Measure from the second half
  * on (it starts a batch, so on the loss-cycle basis it starts a cycle). */
@@ -768,15 +784,7 @@ static void drop_transient(qw_window *w, int mid)
     if (mid <= w->first || mid >= w->n)
         return;
     w->drops++;
-    for (int i = w->first; i < mid; i++)
-        w->est.start_bytes += w->s[i].bytes;
-    w->first = mid;
-    w->start_t = w->s[mid].t0;
-    w->start_after_loss = w->est.basis == QW_BASIS_LOSS_CYCLES;
-    w->est.excluded_s = 0;
-    for (int i = mid; i < w->n; i++)
-        if (w->s[i].excluded)
-            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
+    count_from(w, mid, w->est.basis == QW_BASIS_LOSS_CYCLES);
 }
 
 /* BBR: keep the largest bandwidth estimate, and mark the long-term bandwidth mode when every
@@ -915,21 +923,6 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     return w->state;
 }
 
-/* Count the slices from k on again, those before it as delivered before the counted part. */
-static void count_from(qw_window *w, int k)
-{
-    w->est.start_bytes = w->start_delivered;
-    for (int i = 0; i < k; i++)
-        w->est.start_bytes += w->s[i].bytes;
-    w->first = k;
-    w->start_t = w->s[k].t0;
-    w->start_after_loss = k == 0 ? w->open_after_loss : 0;
-    w->est.excluded_s = 0;
-    for (int i = k; i < w->n; i++)
-        if (w->s[i].excluded)
-            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
-}
-
 /* Count every slice since measuring began again. The parts the window dropped ran at
  * levels the path set (cross traffic on and off: w->varying, QW_HOLD_HEAD), or the rate
  * kept changing level until the deadline (QW_HOLD_SHORT), not one transient of the flow's
@@ -945,7 +938,7 @@ static void undo_drops(qw_window *w)
 {
     if (w->first == 0 || w->n == 0)
         return;
-    count_from(w, 0);
+    count_from(w, 0, w->open_after_loss);
 }
 
 /* At the deadline: count at least the shortest window (--quick-ms) back from the latest
@@ -967,7 +960,7 @@ static void keep_shortest(qw_window *w)
     while (k > 0 && t_end - w->s[k].t0 < w->p.min_s * QW_SLACK)
         k--;
     if (k < w->first)
-        count_from(w, k);
+        count_from(w, k, k == 0 ? w->open_after_loss : 0);
 }
 
 /* Close a window still open as not converged, with the estimate so far. */
