@@ -400,13 +400,17 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
  * random_loss_rate leaves open) as the steady rate over the run from the window's start
  * (pr->rest_s): the counted part at the rate measured, then cwnd's descent to the floor.
  * At p per packet each loss cuts one stream's cwnd by beta, so the streams' summed cwnd
- * falls at p x (1 - beta) / streams of itself per packet sent, from where it is
- * (w->slice_cwnd0); the rate stays at the measured one while cwnd holds more than it in
- * flight, then is cwnd / the round trip with no queue (base_rtt_s), until cwnd is the
- * floor's. Growth
- * between cuts is left out, so the descent is no slower than TCP's. Reaching the long run
- * takes several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer,
- * one a 1.3 s at the link's rate, and about 7 s from 2 BDP of cwnd to the floor's.
+ * loses p x (1 - beta) / streams of itself per packet sent, from where it is
+ * (w->slice_cwnd0); between losses it grows, a round at a time, at the pace that balances
+ * the losses at the mean window TCP's loss response keeps (qw_loss_window_pkts, W*: the
+ * mean-field law rest_expected follows). Packets leave at cwnd / the round trip with no
+ * queue (base_rtt_s), or at the rate measured while cwnd holds more than that in flight,
+ * when a queue stands and a round lasts cwnd / that rate. Reaching the long run takes
+ * several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer, one
+ * a 1.3 s at the link's rate, and about 7 s from 2 BDP of cwnd to the floor's with no growth
+ * between them. With that growth left out, the lower end sat 0.2-4.8 % of the rate (median
+ * 2.3) lower on the 71 kept runs the term bounds (CUBIC at 100 Mbit/s x 50 ms, 1-BDP
+ * buffer: 81.3 -> 84.6 against a 20 s figure of 98.4); coverage the same.
  * Only while no random loss was seen: then the floor is what a loss not yet seen would do,
  * and it would start from the cwnd the flow has. Once random losses cut it, the flow may
  * be part-way down already, and p counts only the losses judged random (one at a queue near
@@ -417,7 +421,7 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
     double base_rtt = base_rtt_s(w);
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rate = w->est.rate_bps / 8.0;
     double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
-    double win = (double)w->slice_cwnd0, sum = 0, dt;
+    double win = (double)w->slice_cwnd0, sum = 0, dt, wstar, cut;
     double p = random_loss_rate(w);
     int streams = qw_streams(w), steps = 256;
 
@@ -425,11 +429,14 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
         floor_rate >= rate)
         return floor_rate;
     dt = to_go / steps;
+    wstar = streams * qw_loss_window_pkts(w->p.beta > 0.6, p, base_rtt) * mss;
+    cut = p * (1.0 - w->p.beta) / mss / streams;
     for (int k = 0; k < steps; k++) {
-        double r = fmax(floor_rate, fmin(rate, win / base_rtt));
+        double sent = fmin(rate, win / base_rtt), round = fmax(base_rtt, win / rate);
 
-        sum += r * dt;
-        win *= exp(-p * r / mss * (1.0 - w->p.beta) / streams * dt);
+        sum += fmax(floor_rate, sent) * dt;
+        /* semi-implicit, as rest_expected's: stable at any loss rate and step */
+        win = (win + cut * wstar * wstar / round * dt) / (1.0 + cut * sent * dt);
     }
     return fmin(rate, (rate * done + sum) / pr->rest_s);
 }
