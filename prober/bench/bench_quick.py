@@ -742,6 +742,7 @@ BOUND_BY = (
     "lt_bw",
     "bbr_cycle",
     "bw_rising",
+    "stalled",
     "capacity",
     "short",
 )

@@ -963,6 +963,26 @@ static void keep_shortest(qw_window *w)
         count_from(w, k, k == 0 ? w->open_after_loss : 0);
 }
 
+/* A window that delivered nothing over the time it counted (the path or the server stopped;
+ * retransmission timeouts backing off) still answers: its rate is the connection's average
+ * since the first byte, slow-start's bytes and the stall both in it, and the interval
+ * (qw_bound: stalled) runs from the stall lasting to the run's end to the rate slow-start
+ * reached coming back. Not answering would run the full test, which the deadline promises
+ * not to do. */
+static void answer_stall(qw_window *w)
+{
+    double t_end;
+
+    if (w->n == 0 || w->est.rate_bps > 0 || w->delivered_bytes == 0)
+        return;
+    t_end = w->s[w->n - 1].t1;
+    if (t_end <= 0)
+        return;
+    w->stalled = 1;
+    w->est.rate_bps = (double)w->delivered_bytes * 8.0 / t_end;
+    w->est.ci_frac = -1;
+}
+
 /* Close a window still open as not converged, with the estimate so far. */
 void qw_stop(qw_window *w)
 {
@@ -989,6 +1009,7 @@ void qw_stop(qw_window *w)
         w->est.counted_s = t;
         w->est.ci_frac = -1;
     }
+    answer_stall(w);
 }
 
 /* The latest estimate (rate 0 before the first batch). */

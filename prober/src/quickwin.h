@@ -172,7 +172,8 @@ typedef enum {
     QW_BOUND_GROWING,           /* the link's capacity not reached: cwnd's growth law */
     QW_BOUND_LT_BW,             /* BBR's long-term bandwidth: it may return to its estimate */
     QW_BOUND_BBR_CYCLE,         /* BBR, less than a gain cycle measured: up to its estimate */
-    QW_BOUND_BW_RISING          /* BBR's estimate still rose at the deadline: its line */
+    QW_BOUND_BW_RISING,         /* BBR's estimate still rose at the deadline: its line */
+    QW_BOUND_STALLED            /* nothing delivered in the window: from none to slow-start's */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
@@ -248,6 +249,8 @@ typedef struct {
                                    0 none */
     double ss_rate;             /* BBR: delivery rate over STARTUP's last rounds, bytes/s
                                    (qw_seen_plateau), 0 none */
+    double ss_peak_rate;        /* the fastest sampling period of slow-start's latest samples
+                                   (qw_seen), bytes/s: a rate the path carried */
     int ss_rate_whole;          /* ... measured inside those rounds alone, so not read low by
                                    the ramp before them (else it only bounds from above) */
     int ss_level_differs;       /* BBR: the window's rate and ss_rate differ by a change of
@@ -270,6 +273,7 @@ typedef struct {
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
     int varying;                /* the rate changed level with the link full throughout */
+    int stalled;                /* nothing was delivered over the counted time (qw_stop) */
     int halves_differ;          /* the last estimate's halves differ beyond their scatter */
     int tail_above;             /* loss cycles: the part after the last cut runs faster
                                    than a cycle's start can (see tail_above_cycles()) */

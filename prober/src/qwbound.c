@@ -604,6 +604,15 @@ static double bw_trend_ceiling(const qw_window *w, const qw_prediction *pr)
     return (rate * done + to * to_go + slope * (g * g / 2 + g * (to_go - g))) / pr->rest_s;
 }
 
+/* A window that delivered nothing over its counted time (qw_window.stalled): the rest of the
+ * run may deliver nothing, or come back to the rate slow-start reached (its fastest sampling
+ * period, a rate the path carried; the steady rate, the connection's average since its
+ * first byte, if more). Not cwnd over the min RTT: on loopback that read 830 Gbit/s. */
+static double stall_ceiling(const qw_window *w)
+{
+    return fmax(w->est.rate_bps / 8.0, w->ss_peak_rate);
+}
+
 /* A term's sides (steady bytes/s) widen the bounds; by names the term that set the wider. */
 static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
 {
@@ -622,6 +631,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
+    double stall = 0;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -676,7 +686,12 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * estimate had set the upper end on 4, and 2 of their 10 s figures were above it). */
     if (w->p.bbr)
         cap = fmax(cap, w->bw_max_bps / 8.0);
-    b.hi = fmin(b.hi, fmax(fmax(cap, fmax(ceiling, rising)), fmax(lt, plateau)));
+    if (w->stalled) {
+        stall = stall_ceiling(w);
+        widen(&b, 0, stall, QW_BOUND_STALLED);
+        b.by = QW_BOUND_STALLED;
+    }
+    b.hi = fmin(b.hi, fmax(fmax(cap, fmax(ceiling, rising)), fmax(fmax(lt, plateau), stall)));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
@@ -707,8 +722,9 @@ qw_answer qw_answer_of(const qw_window *w, double full_s)
         return a;
     a.lo_bps = b.lo_bps;
     a.hi_bps = b.hi_bps;
-    a.rate_bps = pr.rate_bps +
-                 (rest_expected(w, &pr) - b.steady) * 8.0 * pr.steady_share;
+    /* a stalled window's estimate is the connection's average: no law of TCP's moves it */
+    a.rate_bps = pr.rate_bps + (w->stalled ? 0 : rest_expected(w, &pr) - b.steady) * 8.0 *
+                                   pr.steady_share;
     a.rate_bps = fmin(fmax(a.rate_bps, a.lo_bps), a.hi_bps);
     a.ci_frac = fmax(a.hi_bps - a.rate_bps, a.rate_bps - a.lo_bps) / a.rate_bps;
     return a;
@@ -741,6 +757,11 @@ static const struct {
     [QW_BOUND_BBR_CYCLE] = { "bbr_cycle", "BBR was measured for less than one gain cycle: over "
                                           "whole cycles it paces at its bandwidth estimate, and "
                                           "the upper end is that estimate" },
+    [QW_BOUND_STALLED] = { "stalled", "nothing was delivered after slow-start (a stall: the path "
+                                      "or the server stopped?): the estimate is the average "
+                                      "since the first byte, and the rest of the run may "
+                                      "deliver nothing or return to the rate slow-start "
+                                      "reached" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

@@ -121,9 +121,26 @@ void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
         w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
 }
 
+/* The fastest delivery between two consecutive samples slow-start kept, bytes/s (0: fewer
+ * than two): a rate the path carried, before any stall. */
+static double ss_peak_rate(const qw_ss_seen *seen)
+{
+    double best = 0;
+
+    for (int k = seen->n - 1; k > 0 && k > seen->n - QW_SS_RING; k--) {
+        double dt = seen->t_s[k % QW_SS_RING] - seen->t_s[(k - 1) % QW_SS_RING];
+
+        if (dt > 0)
+            best = fmax(best, (double)(seen->delivered_bytes[k % QW_SS_RING] -
+                                       seen->delivered_bytes[(k - 1) % QW_SS_RING]) / dt);
+    }
+    return best;
+}
+
 /* Tell a window just opened everything slow-start's samples witnessed (see quickwin.h). */
 void qw_seen(qw_window *w, const qw_ss_seen *seen)
 {
+    w->ss_peak_rate = ss_peak_rate(seen);
     qw_seen_rtt(w, seen->peak_rtt_us);
     qw_seen_bdp(w, seen->bdp_bytes);
     qw_seen_plateau(w, seen);

@@ -744,6 +744,52 @@ static void test_tail_loss_lowers_the_lower_side(void)
     CHECK_NEAR(qw_predict(&w, 20).tail_frac, pr.tail_frac, 1e-12);
 }
 
+/* Reno whose slow-start delivered 50 Mbit/s for 1 s (125,000 bytes a sample), then nothing
+ * at all: the server stopped reading. The window still answers at its deadline: the
+ * connection's average since its first byte, from the stall lasting to the run's end
+ * (slow-start's bytes alone over the run) to slow-start's fastest period coming back. */
+static void test_stalled_window_still_answers(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1, .deadline_rtts = 100 };
+    qw_ss_seen seen;
+    qw_prediction pr;
+    qw_answer a;
+    double t_end, steady, floor_bps, hi_bps;
+    int from;
+
+    memset(&seen, 0, sizeof seen);
+    ns = 0;
+    run_at(1.0, 50e6, 40000, 40000, QW_BBR_NONE, 0);
+    for (int i = 0; i < ns; i++)
+        qw_ss_see(&seen, &s[i]);
+    from = ns;
+    run_at(4.0, 0, 40000, 40000, QW_BBR_NONE, 0);
+    qw_open(&w, &p, s[from - 1].t_s, 100 * MSS, 0);
+    qw_seen(&w, &seen);
+    for (int i = from; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+    CHECK(w.state == QW_GAVE_UP && w.stalled == 1);
+    CHECK(w.delivered_bytes == 6250000);
+    CHECK_NEAR(w.ss_peak_rate, 6.25e6, 1.0);
+    t_end = w.s[w.n - 1].t1;
+    CHECK(t_end > 3.5 && t_end <= 4.2);
+    CHECK_NEAR(w.est.rate_bps, 6250000 * 8.0 / t_end, 1e-6);
+    pr = qw_predict(&w, 20);
+    a = qw_answer_of(&w, 20);
+    CHECK(a.by == QW_BOUND_STALLED && strcmp(qw_bound_name(a.by), "stalled") == 0);
+    CHECK_NEAR(a.rate_bps, pr.rate_bps, 1e-6);
+    /* the stall to the end: slow-start's bytes alone over the run (less the end's share) */
+    floor_bps = 6250000 * 8.0 / (20 + 0.04);
+    CHECK(a.lo_bps <= floor_bps && a.lo_bps > 0.97 * floor_bps);
+    /* slow-start's 50 Mbit/s from the window's start to the end */
+    steady = w.est.rate_bps / 8;
+    hi_bps = pr.rate_bps + (6.25e6 - steady) * 8 * pr.steady_share;
+    CHECK(a.hi_bps >= hi_bps && a.hi_bps < 1.01 * hi_bps);
+    CHECK(hi_bps > 35e6);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -761,5 +807,6 @@ int main(void)
     test_random_losses_seen_set_the_answer();
     test_climb_back_sets_the_answer();
     test_tail_loss_lowers_the_lower_side();
+    test_stalled_window_still_answers();
     return check_done();
 }

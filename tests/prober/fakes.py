@@ -32,6 +32,7 @@ SCRIPTS = {
     "close_at_once",
     "close_unread",
     "busy_reset",
+    "stop_reading",
 }
 # Scripts that answer every connection the same way, at accept time (no control/data split).
 AT_ACCEPT = {"close_at_once", "close_unread", "busy_reset"}
@@ -240,6 +241,11 @@ class FakeIperf3:
         }
 
     def _drain(self, d, sid):
+        if self.script == "stop_reading":
+            # a server that stops reading its data streams from the start: once the receive
+            # buffer is full the window is zero, and nothing more is delivered
+            self.stop_event.wait()
+            return
         while True:
             try:
                 chunk = d.recv(1 << 20)

@@ -185,6 +185,27 @@ def test_fake_server_control_case_completes(fake_server):
     assert fake.errors == []
 
 
+def test_stalled_delivery_still_answers_at_the_deadline(fake_server):
+    # The server reads nothing: after slow-start fills its receive buffer nothing more is
+    # delivered. A quick run still answers by its deadline (no full run), from the stall
+    # lasting to the end to slow-start's fastest period coming back, and ends.
+    fake = fake_server("stop_reading")
+    run = qp.run_qp("-c", "127.0.0.1", "-p", fake.port, "-t", 10, "--connect-timeout", 2, timeout=30)
+    assert run.rc == 0, run
+    res = run.last
+    assert res["event"] == "result" and res["mode"] == "quick", res
+    assert res["quick_answered"] is True and res["quick_converged"] is False, res
+    assert res["quick_bound_by"] == "stalled", res
+    assert "nothing was delivered" in res["quick_bound_text"], res
+    assert 0 < res["quick_lo_bps"] < res["quick_bps"] < res["quick_hi_bps"], res
+    # the stall to the end: the bytes acked over the 10 s run, less the end's allowance
+    assert res["quick_lo_bps"] <= res["bytes_acked"] * 8 / 10, res
+    assert [p["phase"] for p in run.of("phase")][-1] == "finishing", run
+    assert not [p for p in run.of("phase") if p["phase"] == "full"], run
+    assert res["elapsed_s"] < 8, res
+    assert fake.errors == []
+
+
 @pytest.fixture
 def rsa_iperf3_server(tmp_path):
     if not shutil.which("openssl"):
