@@ -442,6 +442,8 @@ static void close_slice(qw_window *w, const qw_sample *s)
     w->slice_qmin = w->slice_qlo_min = INFINITY;
     sl->probe_bw = !w->slice_not_bw;
     sl->bw_bps = s->bw_bps;
+    sl->cwnd0_bytes = w->slice_cwnd0;
+    sl->cwnd_bytes = s->cwnd_bytes;
     w->slice_not_bw = s->bbr_mode != QW_BBR_PROBE_BW;
     /* PROBE_RTT, and the round after it (cwnd is restored but the pipe refills), are not
      * the steady state a long run spends nearly all its time in. */
@@ -776,6 +778,51 @@ static void count_from(qw_window *w, int k, int after_loss)
             w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
 }
 
+/* Share of the counted slices [from, to) that held a standing queue (QW_BUSY_QUEUE BDP
+ * through the slice, read from the smallest smoothed RTT over the streams); -1 for none. */
+static double queued_share(const qw_window *w, int from, int to)
+{
+    int queued = 0, all = 0;
+
+    for (int i = from; i < to; i++) {
+        if (w->s[i].excluded)
+            continue;
+        all++;
+        queued += w->s[i].q_lo_min >= QW_BUSY_QUEUE;
+    }
+    return all > 0 ? (double)queued / all : -1;
+}
+
+/* Loss-based cc: 1 if the counted slices [from, to) were the flow's own climb: cwnd grew
+ * across them with no congestion event, and most held no standing queue (the link not
+ * full), so the rate rose with cwnd, not with what the path gave. */
+static int own_climb(const qw_window *w, int from, int to)
+{
+    double queued;
+
+    if (w->p.bbr || w->p.beta <= 0 || to - from < 2 ||
+        w->s[to - 1].events != (from > 0 ? w->s[from - 1].events : 0) ||
+        w->s[to - 1].cwnd_bytes <= w->s[from].cwnd0_bytes)
+        return 0;
+    queued = queued_share(w, from, to);
+    return queued >= 0 && queued < 0.5;
+}
+
+/* 1 if every transient the window dropped was the flow's own climb (own_climb), the rate
+ * never changed level with the link full, and the climb reached the link: most of the
+ * counted slices after the drops held a standing queue. A HyStart exit that jitter brought
+ * early does it: CUBIC on 150 Mbit/s x 70 ms left slow-start at 313 kB of a 1.3 MB BDP and
+ * climbed to the link over 2.6 s, a change of level at every check; counting the climb as
+ * levels the path set read 99.9 (44.8-146.9) against 138.4, where the link's rate with the
+ * climb as slow-start's reads 138.2. What was dropped is no level the rest of the run
+ * returns to. A climb that a random loss cut before the link filled is the sawtooth's, which
+ * the rest of the run repeats: that one stays. */
+int qw_only_own_climbs(const qw_window *w)
+{
+    return w->drops > 0 && w->climb_drops == w->drops && !w->varying &&
+           queued_share(w, w->first, w->n) > 0.5;
+}
+
 /* The two halves of the window disagree: the first half was still a transient (cwnd
  * climbing, a queue filling or draining), not steady state. Measure from the second half
  * on (it starts a batch, so on the loss-cycle basis it starts a cycle). */
@@ -784,6 +831,7 @@ static void drop_transient(qw_window *w, int mid)
     if (mid <= w->first || mid >= w->n)
         return;
     w->drops++;
+    w->climb_drops += own_climb(w, w->first, mid);
     count_from(w, mid, w->est.basis == QW_BASIS_LOSS_CYCLES);
 }
 
@@ -996,7 +1044,8 @@ void qw_stop(qw_window *w)
     /* the plateau's test needs no batches: a gain cycle's mean is the estimate's level */
     if (!w->varying && plateau_differs(w))
         w->varying = w->ss_level_differs = 1;
-    if (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_SHORT ||
+    if (w->varying || w->hold == QW_HOLD_HEAD ||
+        (w->hold == QW_HOLD_SHORT && !qw_only_own_climbs(w)) ||
         (w->hold == QW_HOLD_FEW_BATCHES && w->drops > 0 && w->p.bbr && all_probe_bw(w, 0, w->n)))
         undo_drops(w);
     keep_shortest(w);

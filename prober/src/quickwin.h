@@ -131,6 +131,8 @@ typedef struct {
     double q_lo_min;        /* ... from the smallest smoothed RTT over the streams */
     int probe_bw;           /* BBR in PROBE_BW (every stream) throughout it */
     uint64_t bw_bps;        /* BBR's bandwidth estimate (summed) at its end, 0 unknown */
+    uint64_t cwnd0_bytes;   /* cwnd (summed) at its start ... */
+    uint64_t cwnd_bytes;    /* ... and at its end */
 } qw_slice;
 
 /* The current estimate (also valid while still open). */
@@ -272,6 +274,7 @@ typedef struct {
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
+    int climb_drops;            /* ... of them the flow's own climb (own_climb) */
     int varying;                /* the rate changed level with the link full throughout */
     int stalled;                /* nothing was delivered over the counted time (qw_stop) */
     int halves_differ;          /* the last estimate's halves differ beyond their scatter */

@@ -653,8 +653,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     }
     /* a window that answered at its deadline with the rate changing level */
     if (w->state != QW_CONVERGED &&
-        (w->varying || w->drops > 0 || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
-         w->hold == QW_HOLD_SHORT || w->hold == QW_HOLD_LAST_SLICE)) {
+        (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
+         w->hold == QW_HOLD_LAST_SLICE ||
+         ((w->drops > 0 || w->hold == QW_HOLD_SHORT) && !qw_only_own_climbs(w)))) {
         /* BBR: STARTUP's plateau is a level the path gave too (plateau_differs) */
         if (w->ss_level_differs)
             plateau = w->ss_rate;

@@ -79,6 +79,8 @@ qw_hold qw_loss_floor_hold(const qw_window *w);
 /* 1 if a loss-based cc's cwnd still grows towards a capacity the window has not seen
  * (qwbound.c's growth_ceiling applies). */
 int qw_growing(const qw_window *w);
+/* 1 if every transient the window dropped was the flow's own climb (quickwin.c). */
+int qw_only_own_climbs(const qw_window *w);
 
 /* qwloss.c */
 /* Whole sawtooth cycles of the window as [begin, end) slice pairs; returns the count. */

@@ -1,6 +1,7 @@
 /* test_qwbound.c: the quick answer's interval from the window's evidence (src/qwbound.c). */
 #include "check.h"
 #include "quickwin.h"
+#include "qwint.h"
 
 #include <math.h>
 #include <string.h>
@@ -790,6 +791,47 @@ static void test_stalled_window_still_answers(void)
     CHECK(hi_bps > 35e6);
 }
 
+/* CUBIC out of slow-start early (HyStart misled by delay jitter) at 30 packets of a
+ * 100-packet BDP (50 ms, 23.2 Mbit/s): cwnd climbs to the link with no queue (the rate is
+ * cwnd over the RTT), then holds it with a queue that stands from 2.2 s on. The window drops
+ * the climb as transients at its checks, and the rate keeps changing level to the deadline
+ * (short); the climb is the flow's own, not a level the path may return to: the answer is
+ * the link's rate from the last drop on, with no levels term reaching down to the climb. */
+static void test_own_climb_to_the_link_is_no_level(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .beta = 0.7, .streams = 1, .deadline_rtts = 100, .full_s = 20 };
+    double cap = 100.0 * MSS / 0.05, fig;
+    qw_answer a;
+    uint64_t delivered = 0;
+
+    ns = 0;
+    for (int k = 0; k < 200; k++, ns++) {
+        double t = 0.02 * (k + 1);
+        double cwnd = t < 1.75 ? 30 + 40 * t : 100 + 60 * (t - 1.75);    /* packets */
+        double rate = fmin(cwnd * MSS / 0.05, cap);
+
+        delivered += (uint64_t)(rate * 0.02);
+        s[ns] = (qw_sample){ .t_s = t, .rtt_us = (uint32_t)(50000 * fmax(1, cwnd / 100)),
+                             .min_rtt_us = 50000, .cwnd_bytes = (uint64_t)(cwnd * MSS),
+                             .mss_bytes = MSS, .delivered_bytes = delivered };
+    }
+    qw_open(&w, &p, 0.0, 30 * MSS, 0);
+    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(w.drops > 0 && w.climb_drops == w.drops && qw_only_own_climbs(&w));
+    CHECK_NEAR(w.est.rate_bps / 8, cap, 0.01 * cap);
+    a = qw_answer_of(&w, 20);
+    /* the run's figure: what was delivered by the window's last sample, then the link */
+    fig = ((double)delivered + cap * (20 + 0.05 - s[ns - 1].t_s)) * 8 / 20.05;
+    CHECK(a.lo_bps <= fig && fig <= a.hi_bps);
+    CHECK_NEAR(a.rate_bps, fig, 0.02 * fig);
+    /* the lower side is the random loss its 8,000 loss-free packets leave open, not the climb */
+    CHECK(a.by == QW_BOUND_RANDOM_LOSS && a.lo_bps > 0.75 * fig);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -808,5 +850,6 @@ int main(void)
     test_climb_back_sets_the_answer();
     test_tail_loss_lowers_the_lower_side();
     test_stalled_window_still_answers();
+    test_own_climb_to_the_link_is_no_level();
     return check_done();
 }
