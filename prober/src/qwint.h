@@ -15,6 +15,7 @@
 #define QW_STATIONARY 0.03      /* halves, a climb or BBR's estimate this far apart: a
                                    transient, dropped or waited out */
 #define QW_BBR_GAIN_CYCLE 8     /* PROBE_BW: 8 phases, each about one min RTT (tcp_bbr.c) */
+#define QW_BBR_PROBE_GAIN 1.25  /* ... the first paces at 1.25, one at 0.75, the rest at 1 */
 #define QW_BBR_BW_ROUNDS 10     /* BBR's bandwidth filter: the largest delivery rate of this
                                    many rounds (tcp_bbr.c's bbr_bw_rtts, CYCLE_LEN + 2) */
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */

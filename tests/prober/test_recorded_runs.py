@@ -193,13 +193,15 @@ def test_recorded_bbr_part_of_a_gain_cycle_reaches_its_estimate(replayed):
     # and the drain its backlog leaves for took the window down to 0.36 s, less than one
     # 1.2 s gain cycle: its rate (8.96 Mbit/s) was that of the phases it saw, and the
     # quarters' range (8.30-9.38) missed the 20 s figure. Over whole cycles BBR paces at its
-    # bandwidth estimate, so the upper side reaches the streams' summed estimate.
+    # bandwidth estimate, so the upper side reaches the streams' summed estimate; and the
+    # window's 2.4 rounds may have held a probe at gain 1.25, so the lower side reaches
+    # 2.4 / 2.65 of the rate.
     r = replayed["bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl"]
     assert float(r["truth_mbps"]) == pytest.approx(9.552, abs=0.001)
     assert r["answered"] == "1" and r["batches"] == "0"
     assert r["bound_by"] == "bbr_cycle"
     assert float(r["figure_mbps"]) == pytest.approx(8.838, abs=0.001)
-    assert float(r["lo_mbps"]) == pytest.approx(8.298, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(8.098, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(12.531, abs=0.001)
     assert r["covered"] == "1"
 
