@@ -464,7 +464,8 @@ static int climbing_back(const qw_window *w)
 /* Loss-based cc: the steady rate (bytes/s, over the run from the window's start,
  * pr->rest_s) that TCP's laws make likeliest from where the window left cwnd; the rate
  * measured when neither random losses (two or more) nor a climb back (climbing_back) say
- * it moves.
+ * it moves, and for a stalled window (its rate is the connection's average: no law of
+ * TCP's moves it).
  * - Random losses: a window that opens at slow-start's exit on a lossy path measures cwnd
  *   coming down from the exit's overshoot, not where the losses hold it: on 100 Mbit/s x
  *   60 ms with 0.1 % loss a CUBIC window rated 90 Mbit/s over 3.7 s, and the 20 s run 61.5
@@ -498,7 +499,7 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
     double p, wstar = 0, win, cut, sum = 0, dt;
 
     if (w->p.bbr || w->p.beta <= 0 || (k < 2 && !growing) || packets < 1 || w->n == 0 ||
-        base_rtt <= 0 || to_go <= 0 || rate <= 0 || mostly_limited(w))
+        base_rtt <= 0 || to_go <= 0 || rate <= 0 || mostly_limited(w) || w->stalled)
         return rate;
     if (growing) {
         cap = qw_capacity_seen(w);
@@ -546,21 +547,27 @@ qw_hold qw_loss_floor_hold(const qw_window *w)
     return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
-/* 1 if a BBR window counted less time than one gain cycle (8 phases of a min RTT each,
+/* 1 if a BBR window counted less time than one gain cycle (rounds: bbr_rounds_counted; 8 phases of a min RTT each,
  * tcp_bbr.c's PROBE_BW): its rate is that of the phases it saw, weighted as they fell, and
  * not the cycle's, which averages the bandwidth estimate (pacing gain 1 over the cycle).
  * Measured against the cycle, the rate may sit anywhere below that estimate: with four
  * streams on 10 Mbit/s x 150 ms (a quarter-BDP buffer, 0.1 % loss) the stream with nine
  * tenths of the link left STARTUP 1.3 s after the others, the drain left a 0.36 s window,
  * and its rate read 8.96 Mbit/s against a 20 s figure of 9.55 (9.9 after slow-start). */
-static int bbr_part_cycle(const qw_window *w)
+static int bbr_part_cycle(double rounds)
+{
+    return rounds >= 0 && rounds < QW_BBR_GAIN_CYCLE;
+}
+
+/* BBR: the min RTTs (rounds) the window counted; -1 when not BBR or no min RTT is known. */
+static double bbr_rounds_counted(const qw_window *w)
 {
     double min_rtt = min_rtt_s(w), bytes = 0, counted = 0;
 
     if (!w->p.bbr || min_rtt <= 0)
-        return 0;
+        return -1;
     qw_unit_sum(w, w->first, w->n, &bytes, &counted);
-    return counted < QW_BBR_GAIN_CYCLE * min_rtt;
+    return counted / min_rtt;
 }
 
 /* BBR over less than a gain cycle (bbr_part_cycle): the least share of its rate that the
@@ -569,13 +576,9 @@ static int bbr_part_cycle(const qw_window *w)
  * times the estimate's and the link's share it would keep over whole cycles: on 10 Mbit/s x
  * 150 ms with four streams and 0.1 % loss, windows of 2.4 rounds read 2.0-2.9 % above their
  * 20 s figures, two of them under the lower end the quarters of two slices gave. */
-static double part_cycle_low(const qw_window *w)
+static double part_cycle_low(double rounds)
 {
-    double min_rtt = min_rtt_s(w), bytes = 0, counted = 0, m;
-
-    qw_unit_sum(w, w->first, w->n, &bytes, &counted);
-    m = min_rtt > 0 ? counted / min_rtt : 0;
-    return m > 0 ? m / (m + QW_BBR_PROBE_GAIN - 1.0) : 1.0;
+    return rounds > 0 ? rounds / (rounds + QW_BBR_PROBE_GAIN - 1.0) : 1.0;
 }
 
 /* BBR, a window that answered at its deadline: the upper side if its bandwidth estimate was
@@ -646,7 +649,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
-    double stall = 0;
+    double stall = 0, rounds;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -688,8 +691,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         lt = w->bw_max_bps / 8.0;
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
-    if (bbr_part_cycle(w))
-        widen(&b, b.steady * part_cycle_low(w), fmax(b.steady, w->bw_max_bps / 8.0),
+    rounds = bbr_rounds_counted(w);
+    if (bbr_part_cycle(rounds))
+        widen(&b, b.steady * part_cycle_low(rounds), fmax(b.steady, w->bw_max_bps / 8.0),
               QW_BOUND_BBR_CYCLE);
     rising = bw_trend_ceiling(w, pr);
     if (rising > b.steady)
@@ -739,9 +743,8 @@ qw_answer qw_answer_of(const qw_window *w, double full_s)
         return a;
     a.lo_bps = b.lo_bps;
     a.hi_bps = b.hi_bps;
-    /* a stalled window's estimate is the connection's average: no law of TCP's moves it */
-    a.rate_bps = pr.rate_bps + (w->stalled ? 0 : rest_expected(w, &pr) - b.steady) * 8.0 *
-                                   pr.steady_share;
+    a.rate_bps = pr.rate_bps +
+                 (rest_expected(w, &pr) - b.steady) * 8.0 * pr.steady_share;
     a.rate_bps = fmin(fmax(a.rate_bps, a.lo_bps), a.hi_bps);
     a.ci_frac = fmax(a.hi_bps - a.rate_bps, a.rate_bps - a.lo_bps) / a.rate_bps;
     return a;
