@@ -187,6 +187,21 @@ static int make_batches(const qw_window *w, const int *ub, const int *ue, int nu
     return nb;
 }
 
+/* Share of the counted slices [from, to) that held a standing queue (QW_BUSY_QUEUE BDP
+ * through the slice, read from the smallest smoothed RTT over the streams); -1 for none. */
+static double queued_share(const qw_window *w, int from, int to)
+{
+    int queued = 0, all = 0;
+
+    for (int i = from; i < to; i++) {
+        if (w->s[i].excluded)
+            continue;
+        all++;
+        queued += w->s[i].q_lo_min >= QW_BUSY_QUEUE;
+    }
+    return all > 0 ? (double)queued / all : -1;
+}
+
 /* 1 if every counted slice since measuring began kept a standing queue of QW_BUSY_QUEUE
  * BDP at its lowest, read from the smallest smoothed RTT over the streams (a stream whose
  * RTT estimate lags, in a recovery, must not prove it). Then the bottleneck never idled
@@ -205,16 +220,7 @@ static int make_batches(const qw_window *w, const int *ub, const int *ue, int nu
  *   converged()). */
 int qw_link_busy(const qw_window *w)
 {
-    int counted = 0;
-
-    for (int i = w->first; i < w->n; i++) {
-        if (w->s[i].excluded)
-            continue;
-        if (!(w->s[i].q_lo_min >= QW_BUSY_QUEUE))
-            return 0;
-        counted++;
-    }
-    return counted > 0;
+    return queued_share(w, w->first, w->n) >= 1.0;
 }
 
 /* Choose the basis and form the batches; returns the batch count (0 if none). On the
@@ -776,21 +782,6 @@ static void count_from(qw_window *w, int k, int after_loss)
     for (int i = k; i < w->n; i++)
         if (w->s[i].excluded)
             w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
-}
-
-/* Share of the counted slices [from, to) that held a standing queue (QW_BUSY_QUEUE BDP
- * through the slice, read from the smallest smoothed RTT over the streams); -1 for none. */
-static double queued_share(const qw_window *w, int from, int to)
-{
-    int queued = 0, all = 0;
-
-    for (int i = from; i < to; i++) {
-        if (w->s[i].excluded)
-            continue;
-        all++;
-        queued += w->s[i].q_lo_min >= QW_BUSY_QUEUE;
-    }
-    return all > 0 ? (double)queued / all : -1;
 }
 
 /* Loss-based cc: 1 if the counted slices [from, to) were the flow's own climb: cwnd grew
