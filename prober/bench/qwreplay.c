@@ -39,6 +39,9 @@ typedef struct {
     int srec[QP_MAX_STREAMS];           /* ... 1 if it was in a loss recovery */
     qw_cut_track cut[QP_MAX_STREAMS];   /* ... its open congestion event */
     int open, have_last;
+    int ran_out;            /* the run's samples ended with the window still open: -t came
+                               before its deadline, and the run's own figure is the answer, as
+                               measure_final() reports it */
     qw_ss_seen ss_seen;     /* what the samples before the window opened witnessed, as
                                measure.c keeps it */
     double ss_t, truth_bps, prober_quick_bps;
@@ -251,19 +254,21 @@ static int replay_file(const char *path, replay *r)
         json_decref(ev);
     }
     fclose(f);
+    r->ran_out = r->open && r->w.state == QW_OPEN;
     if (r->open)
         qw_stop(&r->w);
     return r->truth_bps > 0 ? 0 : -1;
 }
 
 /* Print one run's line: the answer quick mode would have given and, where it gave none
- * (--until-converged and not converged), the full run's figure as what it reported. */
+ * (--until-converged and not converged, or the run reached -t first), the full run's figure
+ * as what it reported. */
 static void report(const char *path, const replay *r)
 {
     const qw_estimate *e = qw_result(&r->w);
     qw_answer a = r->open ? qw_answer_of(&r->w, r->time_s) : (qw_answer){ 0, 0, 0, -1, 0 };
     int conv = r->open && r->w.state == QW_CONVERGED && a.rate_bps > 0;
-    int answered = a.rate_bps > 0 && (conv || !r->until_converged);
+    int answered = a.rate_bps > 0 && (conv || (!r->until_converged && !r->ran_out));
     double fig = answered ? a.rate_bps : r->truth_bps;
     const char *name = strrchr(path, '/');
     const char *hold = r->open ? qw_hold_name(qw_hold_of(&r->w)) : "not_opened";
