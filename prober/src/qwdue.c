@@ -168,6 +168,32 @@ void qw_plan_checks(qw_window *w)
     w->check_alpha = early > 0 ? QW_ALPHA * (1 - QW_DUE_SHARE) / early : QW_ALPHA;
 }
 
+/* Put the answer off from deadline_rtts rounds to --quick-max-ms after slow-start for a
+ * window whose rate changed level at a full link (the caller's test); 1 if it is now due
+ * later than s. The rounds are the time TCP's own dynamics take; a change of level is the
+ * path's (cross traffic coming and going) or the hosts' (on loopback the CPU is the
+ * bottleneck, and the scheduler moves the rate by 10-40 % from one second to the next),
+ * and those keep their own time, not the RTT's: a window of 100 rounds on a short path has
+ * seen one or two of their levels, while the run's figure is the mix of all it will have
+ * (loopback on a 2-core host, 20 validate runs of 20 s, every window `varying`: answered 1 s
+ * after the first byte, 7 intervals of 20 held the run's figure; measured to 4 s, 13, the
+ * 4 s of levels spanning more of what the scheduler gives). Only the new deadline answers
+ * from here on: the old one's share of QW_ALPHA (due_alpha) moves to it, and the checks
+ * between them are not made (a changed level holds the window open for good, so none
+ * would stop it), so the plan's levels still sum to QW_ALPHA. Once per window. */
+int qw_put_off(qw_window *w, const qw_sample *s)
+{
+    double last = w->open_t + w->p.max_s;
+
+    if (w->put_off || w->p.deadline_rtts <= 0 || w->plan_t >= last - 1e-9)
+        return 0;
+    w->put_off = 1;
+    w->plan_t = last;
+    w->next_check_t = INFINITY;
+    qw_update_deadline(w, s);
+    return !qw_past_deadline(w, s->t_s);
+}
+
 /* 1 if the answer is due at t (the deadline, as it stands). */
 int qw_past_deadline(const qw_window *w, double t)
 {

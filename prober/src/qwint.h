@@ -67,6 +67,9 @@ void qw_update_deadline(qw_window *w, const qw_sample *s);
 int qw_tail_loss_likely(const qw_window *w);
 /* Plan the window's checks and the statistics term's level at each. */
 void qw_plan_checks(qw_window *w);
+/* Put the answer off to --quick-max-ms for a window whose rate changed level; 1 if it
+ * is now due later than s. */
+int qw_put_off(qw_window *w, const qw_sample *s);
 /* 1 if the answer is due at t (the deadline, as it stands). */
 int qw_past_deadline(const qw_window *w, double t);
 /* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */

@@ -741,6 +741,40 @@ static void test_bbr_level_change_is_the_path(void)
     CHECK_NEAR(qw_result(&w)->rate_bps, 250e6, 250e6 * 0.01);
 }
 
+/* A change of level puts the answer off from 100 rounds to --quick-max-ms: BBR on a 10 ms
+ * path (due 1 s after opening) at 200 Mbit/s, 250 from 0.5 s and 150 from 3 s (cross
+ * traffic, the host's CPU). The window that saw the first change measures to 5 s less the
+ * drain and one sampling period (closing at the first sample past that), and its interval
+ * spans the level that came at 3 s; before qw_put_off it answered at 1 s, with the first two. A flat 250 Mbit/s
+ * still answers at its 100 rounds. */
+static void test_level_change_puts_the_answer_off(void)
+{
+    qw_params p = defaults(1);
+    qw_answer a;
+
+    p.deadline_rtts = 100;
+    z.n = 0;
+    for (int i = 0; i < 300; i++)
+        push(i < 25 ? 200e6 : i < 150 ? 250e6 : 150e6, 400 * MSS, 10000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(w.varying);
+    CHECK(w.put_off);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_NEAR(w.deadline_t, 5.0 - 0.02 - 0.01, 1e-6);
+    CHECK(qw_end_t(&w) > 4.9 && qw_end_t(&w) <= w.deadline_t + 0.02);
+    a = qw_answer_of(&w, 20);
+    CHECK(a.lo_bps <= 151e6 && a.hi_bps >= 245e6);
+    z.n = 0;
+    for (int i = 0; i < 300; i++)
+        push(250e6, 400 * MSS, 10000, 0, QW_BBR_PROBE_BW);
+    qw_open(&w, &p, 0.0, 400 * MSS, 0);
+    feed_from(0);
+    CHECK(!w.varying && !w.put_off);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK(qw_end_t(&w) < 1.1);
+}
+
 /* The prediction's PROBE_RTT cost: one visit (200 ms and a min RTT) in a 20 s run, of
  * which only the share of the BDP that 4 packets a stream leave unfilled is lost. One
  * stream of 1448-byte packets on 100 Mbit/s x 20 ms (BDP 250,000 bytes) loses 97.7 % of
@@ -1609,6 +1643,7 @@ int main(int argc, char **argv)
     test_prediction_interval_parts();
     test_tail_faster_than_cycles_holds_window();
     test_bbr_level_change_is_the_path();
+    test_level_change_puts_the_answer_off();
     test_bbr_busy_link_needs_no_whole_cycles();
     test_noisy_rate_gives_up();
     test_deadline_leaves_the_current_drain();

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 PASSWORD = "browser-wording-pw-1"
 BLURB = (
     "Quick mode measures from the end of slow-start until the rate converges, and answers by a deadline "
-    "(100 round trips after slow-start, at most 4 s, and 5 s from the start on short paths) "
+    "(100 round trips after slow-start, or 4 s after it where the rate changed level meanwhile; at most 4 s, and 5 s from the start on short paths) "
     "with a 95 % interval built from the evidence it has; "
     "asked to measure until converged, a test that has not converged by then runs its whole duration instead."
 )

@@ -35,7 +35,9 @@ def test_iperf2_quick_mode_ends_early(iperf2_server):
     res = run.last
     assert res["quick_mode_entered"] is True
     assert res["rule"] in qp.RULES
-    assert res["elapsed_s"] < 3, res
+    # --quick-ms after slow-start, or --quick-max-ms (4 s) where the rate changed level
+    # (loopback's bottleneck is the CPU, and the scheduler moves it)
+    assert res["elapsed_s"] < (res["slow_start_end_s"] + 4.5 if res["quick_held_by"] == "varying" else 3), res
     per_conn = qp.iperf2_server_bytes(iperf2_server.stop())
     assert per_conn == [res["bytes_sent"]]
 

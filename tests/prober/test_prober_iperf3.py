@@ -107,9 +107,11 @@ def test_congestion_unavailable_is_refused_listing_allowed():
 LOOSE = ("--quick-tolerance", 50)
 
 
-def test_quick_mode_answers_well_under_three_seconds_on_loopback(iperf3_server):
+def test_quick_mode_answers_by_its_deadline_on_loopback(iperf3_server):
     # on loopback 100 round trips take milliseconds: the answer is due --quick-ms (1 s)
-    # after measuring began, converged or not
+    # after measuring began, converged or not; unless the rate changed level at a full link
+    # (`varying`: loopback's bottleneck is the CPU, and the scheduler moves it), which puts
+    # it off to --quick-max-ms (4 s) after slow-start
     run = qp.answered_loopback_run(*target(iperf3_server), "-t", 10, *LOOSE)
     res = result_of(run)
     sse = run.one("slow_start_end")
@@ -122,13 +124,16 @@ def test_quick_mode_answers_well_under_three_seconds_on_loopback(iperf3_server):
     )
     assert res["quick_basis"] in ("time", "loss_cycles", "bbr_cycles")
     assert res["quick_steady_bps"] > 0
-    assert res["elapsed_s"] < 3, res
     assert sse["rule"] in qp.RULES
     assert res["rule"] == sse["rule"]
     assert res["slow_start_end_s"] == sse["t"]
-    # at least --quick-ms; twice that once a second transient was dropped (loopback's rate
-    # jumps with CPU contention)
-    assert 0.95 <= res["quick_window_s"] <= 2.5, res
+    if res["quick_held_by"] == "varying":
+        assert res["elapsed_s"] <= res["slow_start_end_s"] + 4.5, res
+        assert res["quick_window_s"] >= 3.5, res
+    else:
+        # at least --quick-ms; twice that once a second transient was dropped
+        assert res["elapsed_s"] < 3, res
+        assert 0.95 <= res["quick_window_s"] <= 2.5, res
     assert res["elapsed_s"] >= res["slow_start_end_s"] + 0.95
     assert res["full_bps"] is None and res["validate"] is None
     assert res["interrupted"] is False
@@ -226,7 +231,10 @@ def test_qwreplay_reproduces_the_validate_window(iperf3_server, tmp_path):
     assert float(row["lo_mbps"]) == pytest.approx(v["quick_lo_bps"] / 1e6, abs=0.0005)
     assert float(row["hi_mbps"]) == pytest.approx(v["quick_hi_bps"] / 1e6, abs=0.0005)
     assert row["bound_by"] == v["quick_bound_by"]
-    assert row["covered"] == ("1" if v["quick_lo_bps"] <= v["full_bps"] <= v["quick_hi_bps"] else "0")
+    # a window -t (3 s) cut short before its deadline (put off to 4 s by a change of level)
+    # gave no answer, in the replay as in the run: nothing to cover
+    held = v["quick_answered"] and v["quick_lo_bps"] <= v["full_bps"] <= v["quick_hi_bps"]
+    assert row["covered"] == ("1" if held else "0")
     assert float(row["truth_mbps"]) == pytest.approx(v["full_bps"] / 1e6, abs=0.0005)
     # the estimator's settings from the command line: a deadline of 100 ms answers earlier
     out = subprocess.run(
