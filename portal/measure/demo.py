@@ -15,7 +15,11 @@ from .vantages import register_vantage
 
 DEMO_SITE_SLUG = "local-iperf3"
 LAB_SITE_SLUG = "lab-wan"
-LOOPBACK_NOTE = "An iperf3 -s on this machine (make run starts it); loopback, so expect tens of Gbit/s."
+LOOPBACK_NOTE = (
+    "An iperf3 -s on this machine (make run starts it); loopback, so expect tens of Gbit/s, "
+    "at the rate the CPUs give: it moves by tens of % from one second to the next, so a quick "
+    "test here answers 4 s after slow-start with a wide interval."
+)
 # The lab path `make run` brings up (prober/lab/labctl.py PathSpec fields): what a campus user
 # meets on a continental research path, with Ethernet frames, so slow-start takes several round
 # trips and a one-BDP drop-tail buffer gives the sawtooth that loopback never shows.

@@ -162,8 +162,9 @@ QUICK_MARKS = ("converged", "deadline", "estimate", "fell_back", "not_entered")
 # The marks whose figure is quick_bps (quick mode answered); the others show the full run's.
 QUICK_ANSWERS = frozenset({"converged", "deadline", "estimate"})
 # Site hosts that are this machine: no cross traffic can share such a path, so the prober's
-# "(cross traffic?)" guess is left out of what their tests' pages say.
+# "(cross traffic?)" guess gives way to what moves the rate there: the host's CPUs.
 LOOPBACK_HOSTS = frozenset({"localhost", "::1", "ip6-localhost"})
+LOOPBACK_LEVELS = " (on loopback: CPU load on the host)"
 
 # Measurement columns that no page shows: writing only these (the running test's heartbeat,
 # every HEARTBEAT_TEST_S) need not make the site's cached pages new.
@@ -335,9 +336,10 @@ class Measurement(models.Model):
 
     def _path_words(self, text):
         # The prober guesses "cross traffic?" when the rate changed level with the link full;
-        # on a loopback site nothing else shares the path: the guess would mislead.
+        # on a loopback site nothing else shares the path, and the bottleneck is the CPU: the
+        # scheduler moves the rate by 10-40 % from one second to the next (README, "Loopback").
         if text and self.site_is_loopback:
-            return text.replace(" (cross traffic?)", "")
+            return text.replace(" (cross traffic?)", LOOPBACK_LEVELS)
         return text
 
     @property

@@ -60,7 +60,8 @@ def test_permalink_of_a_fallback_on_loopback_says_what_held_it_and_saved_nothing
     )
     page.goto(f"{live_server.url}/m/{m.slug}/")
     assert page.inner_text("#quick-held") == (
-        "Held open by: the rate changed level with the link full, after 0.04 s of measuring."
+        "Held open by: the rate changed level with the link full (on loopback: CPU load on the host), "
+        "after 0.04 s of measuring."
     )
     assert page.inner_text("#time-saved") == "0.0 s of 10 s (0.0 %)"
     assert page.inner_text("#trace-caption").startswith("The dashed line marks the end of slow-start. " + BLURB)
