@@ -890,12 +890,6 @@ static void follow_level(qw_window *w, int full, double half_diff, int mid)
         drop_transient(w, mid);
 }
 
-/* 1 if the window saw the rate change level at a full link (qw_put_off() in qwdue.c). */
-static int level_changed(const qw_window *w)
-{
-    return w->varying;
-}
-
 /* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
 qw_state qw_feed(qw_window *w, const qw_sample *s)
 {
@@ -950,7 +944,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
      * at its most pessimistic moment (a rate read low over the first slices) */
     qw_update_deadline(w, s);
-    if (qw_past_deadline(w, s->t_s) && w->n > 0 && w->n < QW_MAX_SLICES && level_changed(w) &&
+    /* a change of level at a full link keeps its own time, not the RTT's (qw_put_off) */
+    if (qw_past_deadline(w, s->t_s) && w->n > 0 && w->n < QW_MAX_SLICES && w->varying &&
         qw_put_off(w, s))
         return w->state;
     if ((qw_past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||

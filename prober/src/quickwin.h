@@ -207,8 +207,6 @@ typedef struct {
     double plan_t;              /* the answer as planned when measuring began (deadline_rtts
                                    rounds after opening, at least min_s of measuring); the
                                    drain as it stands at each sample may bring it forward */
-    int put_off;                /* a change of level put the answer off to --quick-max-ms
-                                   (qw_put_off() in qwdue.c) */
     double next_check_t;        /* the next planned check (qw_plan_checks() in qwdue.c) */
     double check_step_s;        /* ... and the time between checks */
     double check_alpha;         /* the statistics term's level at a check before the deadline */

@@ -547,8 +547,8 @@ qw_hold qw_loss_floor_hold(const qw_window *w)
     return by == QW_BOUND_RANDOM_LOSS ? QW_HOLD_RANDOM_LOSS : QW_HOLD_SAWTOOTH;
 }
 
-/* 1 if a BBR window counted less time than one gain cycle (rounds: bbr_rounds_counted; 8 phases of a min RTT each,
- * tcp_bbr.c's PROBE_BW): its rate is that of the phases it saw, weighted as they fell, and
+/* 1 if a BBR window counted fewer rounds (bbr_rounds_counted) than one gain cycle (8 phases
+ * of a min RTT each, tcp_bbr.c's PROBE_BW): its rate is that of the phases it saw, weighted as they fell, and
  * not the cycle's, which averages the bandwidth estimate (pacing gain 1 over the cycle).
  * Measured against the cycle, the rate may sit anywhere below that estimate: with four
  * streams on 10 Mbit/s x 150 ms (a quarter-BDP buffer, 0.1 % loss) the stream with nine

@@ -180,14 +180,14 @@ void qw_plan_checks(qw_window *w)
  * 4 s of levels spanning more of what the scheduler gives). Only the new deadline answers
  * from here on: the old one's share of QW_ALPHA (due_alpha) moves to it, and the checks
  * between them are not made (a changed level holds the window open for good, so none
- * would stop it), so the plan's levels still sum to QW_ALPHA. Once per window. */
+ * would stop it), so the plan's levels still sum to QW_ALPHA. Once per window: the plan is
+ * then at --quick-max-ms already. */
 int qw_put_off(qw_window *w, const qw_sample *s)
 {
     double last = w->open_t + w->p.max_s;
 
-    if (w->put_off || w->p.deadline_rtts <= 0 || w->plan_t >= last - 1e-9)
+    if (w->p.deadline_rtts <= 0 || w->plan_t >= last - 1e-9)
         return 0;
-    w->put_off = 1;
     w->plan_t = last;
     w->next_check_t = INFINITY;
     qw_update_deadline(w, s);
