@@ -29,17 +29,25 @@ def test_bytes_sent_matches_server_received_with_streams(iperf3_server, streams)
     run = qp.run_qp(*target(iperf3_server), "-P", streams, "-t", 5)
     res = result_of(run)
     assert [s["id"] for s in res["streams"]] == [1] + list(range(3, streams + 2))
-    assert res["server_bytes"] > 0
-    assert abs(res["bytes_sent"] - res["server_bytes"]) <= 0.01 * res["bytes_sent"], res
-    for s in res["streams"]:
-        assert abs(s["bytes_sent"] - s["server_bytes"]) <= 0.01 * s["bytes_sent"], s
     assert sum(s["bytes_sent"] for s in res["streams"]) == res["bytes_sent"]
     assert sum(s["server_bytes"] for s in res["streams"]) == res["server_bytes"]
     assert res["bytes_acked"] <= res["bytes_sent"]
-    # The server's own report (its -J output), not just what the prober relays from it.
+    # The server's own report (its -J output), stream by stream in the order it accepted
+    # them, not just what the prober relays from it.
     reports = [r for r in qp.iperf3_server_reports(iperf3_server.stop()) if "sum_received" in r.get("end", {})]
     assert len(reports) == 1, reports
+    assert [s["receiver"]["bytes"] for s in reports[0]["end"]["streams"]] == [s["server_bytes"] for s in res["streams"]]
     assert reports[0]["end"]["sum_received"]["bytes"] == res["server_bytes"]
+    # iperf3 counts what it read before TEST_END and drops the rest. The drain waits for
+    # the server's window to stand still, but a server starved of CPU (here 8 streams and
+    # the prober share two cores) stands still with data unread, and no sender can see
+    # that: a Linux receiver announces its reads only when they double the window. So a
+    # stream's shortfall has a sign, not a bound (one CI run: 1.15 % on one of 8 streams).
+    # The whole run's bound is loose on purpose: the worst total seen was 0.86 %, with the
+    # server at nice 10 against two busy loops; without any drain it is 0.3-0.6 % unloaded.
+    for s in res["streams"]:
+        assert 0 < s["server_bytes"] <= s["bytes_sent"], s
+    assert res["bytes_sent"] - res["server_bytes"] <= 0.03 * res["bytes_sent"], res
 
 
 @pytest.mark.parametrize("asked,arg", [(64 * 1024, "64K"), (8 * 1024 * 1024, "8M")])
