@@ -43,8 +43,8 @@ def test_bytes_sent_matches_server_received_with_streams(iperf3_server, streams)
     # the prober share two cores) stands still with data unread, and no sender can see
     # that: a Linux receiver announces its reads only when they double the window. So a
     # stream's shortfall has a sign, not a bound (one CI run: 1.15 % on one of 8 streams).
-    # The whole run's bound is loose on purpose: the worst total seen was 0.86 %, with the
-    # server at nice 10 against two busy loops; without any drain it is 0.3-0.6 % unloaded.
+    # The whole run's bound is loose on purpose: the worst total seen was 1.05 %, with the
+    # server at nice 10 against two busy loops (75 runs); with no drain 0.3-0.6 % unloaded.
     for s in res["streams"]:
         assert 0 < s["server_bytes"] <= s["bytes_sent"], s
     assert res["bytes_sent"] - res["server_bytes"] <= 0.03 * res["bytes_sent"], res
