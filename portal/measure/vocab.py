@@ -321,4 +321,5 @@ QUICK_HOLDS = {
     "random_loss": "too few loss-free packets to rule out random loss that would lower the long-run rate",
     "growing": "cwnd was still growing with no standing queue: the link was not full yet",
     "lt_bw": "BBR held its long-term bandwidth (its policer mode), below its estimate from before",
+    "receiver_window": "the server's receive window, not the path, held the rate, and the server may open it",
 }

@@ -743,6 +743,7 @@ BOUND_BY = (
     "bbr_cycle",
     "bw_rising",
     "stalled",
+    "receiver_window",
     "capacity",
     "short",
 )

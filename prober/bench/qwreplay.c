@@ -75,6 +75,7 @@ static void aggregate(replay *r, const json_t *ev)
     size_t i, n = json_array_size(streams);
     qw_sample *q = &r->last;
     uint32_t *retrans = &r->last_retrans;
+    int top_known = 1;  /* runs recorded before snd_wscale was: the top is not known */
 
     memset(q, 0, sizeof(*q));
     q->t_s = num(ev, "t");
@@ -100,6 +101,10 @@ static void aggregate(replay *r, const json_t *ev)
         q->in_recovery |= num(st, "ca_state") >= 2;
         q->limited_us += ((uint64_t)num(st, "rwnd_limited_us") +
                           (uint64_t)num(st, "sndbuf_limited_us")) / (n ? n : 1);
+        q->rwnd_limited_us += (uint64_t)num(st, "rwnd_limited_us") / (n ? n : 1);
+        q->rwnd_bytes += (uint64_t)num(st, "snd_wnd_bytes");
+        top_known &= json_is_integer(json_object_get(st, "snd_wscale"));
+        q->rwnd_top_bytes += (uint64_t)65535 << ((int)num(st, "snd_wscale") & 15);
         if (rtt > q->rtt_us)
             q->rtt_us = rtt;
         if (rtt && (q->rtt_lo_us == 0 || rtt < q->rtt_lo_us))
@@ -135,6 +140,8 @@ static void aggregate(replay *r, const json_t *ev)
                 q->bbr_mode = m;
         }
     }
+    if (!top_known)
+        q->rwnd_top_bytes = 0;
     *retrans = q->retrans;
 }
 
@@ -192,6 +199,7 @@ static void start(replay *r, const json_t *ev)
 {
     json_t *params = json_object_get(ev, "params");
     const char *cc = json_string_value(json_object_get(ev, "congestion"));
+    const char *proto = json_string_value(json_object_get(ev, "protocol"));
 
     r->bbr = cc && strcmp(cc, "bbr") == 0;
     r->cubic = cc && strcmp(cc, "cubic") == 0;
@@ -203,6 +211,10 @@ static void start(replay *r, const json_t *ev)
                         .sample_s = num(params, "sample_ms") / 1000.0,
                         .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams,
                         .deadline_rtts = g_set.deadline_rtts, .full_s = r->time_s };
+    /* iperf3's server sets SO_RCVBUF to a window the client asks for, which stops its
+     * autotuning; iperf 2's takes its own -w, which the client cannot see */
+    r->p.rwnd_fixed = num(params, "window_requested_bytes") > 0 && proto &&
+                      strcmp(proto, "iperf3") == 0;
     r->until_converged = json_is_true(json_object_get(params, "until_converged")) || g_set.until_converged;
     if (g_set.tolerance_pct > 0)
         r->p.tolerance = g_set.tolerance_pct / 100.0;

@@ -195,6 +195,9 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->cuts_kept += r->streams[i].cut == QW_CUT_KEPT;
         q->cuts_undone += r->streams[i].cut == QW_CUT_UNDONE;
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
+        q->rwnd_limited_us += ti->rwnd_limited_us / (uint64_t)r->n;
+        q->rwnd_bytes += ti->snd_wnd_bytes;
+        q->rwnd_top_bytes += (uint64_t)65535 << ti->snd_wscale;
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;
         if (ti->rtt_us && (q->rtt_lo_us == 0 || ti->rtt_us < q->rtt_lo_us))
@@ -217,7 +220,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
                     .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
-                    .deadline_rtts = QP_DEADLINE_RTTS, .full_s = r->o->time_s };
+                    .deadline_rtts = QP_DEADLINE_RTTS, .full_s = r->o->time_s,
+                    .rwnd_fixed = !r->o->iperf2 && r->o->window_bytes > 0 };
     uint64_t exit_cwnd = 0;
     int last = 0, after_loss = 0;
     qw_sample q;

@@ -172,6 +172,7 @@ static json_t *stream_sample(const qp_stream *s)
     json_object_set_new(j, "total_retrans", json_integer(ti->total_retrans));
     json_object_set_new(j, "delivery_rate_bps", json_real((double)ti->delivery_rate_bps));
     json_object_set_new(j, "snd_wnd_bytes", json_integer(ti->snd_wnd_bytes));
+    json_object_set_new(j, "snd_wscale", json_integer(ti->snd_wscale));
     json_object_set_new(j, "rwnd_limited_us", json_integer((json_int_t)ti->rwnd_limited_us));
     json_object_set_new(j, "sndbuf_limited_us", json_integer((json_int_t)ti->sndbuf_limited_us));
     json_object_set_new(j, "ca_state", json_integer(ti->ca_state));

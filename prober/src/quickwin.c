@@ -116,6 +116,8 @@ static const struct {
                                      "was not full yet" },
     [QW_HOLD_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (its policer mode), below "
                                  "its estimate from before" },
+    [QW_HOLD_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate, "
+                                          "and the receiver may open it" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -566,6 +568,7 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->prev_retrans = s->retrans;
     w->prev_recovery = 0;
     w->limited_us0 = s->limited_us;
+    w->rwnd_limited_us0 = s->rwnd_limited_us;
     w->clean_from_bytes = s->delivered_bytes;
     w->slice_qmin = w->slice_qlo_min = INFINITY;
     w->slice_not_bw = s->bbr_mode != QW_BBR_PROBE_BW;
@@ -714,6 +717,10 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     /* a rate pinned to the long-term bandwidth returns to the max filter's when the mode ends */
     if (w->lt_bw && (double)w->bw_max_bps - e->rate_bps > w->p.tolerance * e->rate_bps)
         return QW_HOLD_LT_BW;
+    /* the receiver's window, not the path, set the rate, and no wait tells whether or when
+     * the receiver opens it (qw_rwnd_ceiling) */
+    if (qw_rwnd_ceiling(w) * 8 > (1 + w->p.tolerance) * e->rate_bps)
+        return QW_HOLD_RWND;
     saw = qw_sawtooth_known(w, s);
     if (saw != QW_HOLD_NONE)
         return saw;
@@ -908,6 +915,9 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->mss_bytes = s->mss_bytes;
     w->delivered_bytes = s->delivered_bytes;
     w->limited_us = s->limited_us;
+    w->rwnd_limited_us = s->rwnd_limited_us;
+    w->rwnd_bytes = s->rwnd_bytes;
+    w->rwnd_top_bytes = s->rwnd_top_bytes;
     qw_track_backlog(w, s);
     track_cruise(w, s);
     if (!w->started) {

@@ -38,6 +38,9 @@ typedef struct {
     int streams;            /* parallel streams the samples sum over */
     double full_s;          /* the run's length (-t) that the answer predicts (0: not known;
                                the random-loss hold then takes the long run alone) */
+    int rwnd_fixed;         /* the receiver's buffer is fixed (iperf3 -w: the server sets
+                               SO_RCVBUF, which stops its autotuning): a window it limits
+                               stays where it is */
 } qw_params;
 
 #define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
@@ -75,6 +78,10 @@ typedef struct {
     int bbr_cruising;           /* every stream in PROBE_BW pacing at gain 1 (qw_bbr_cruising) */
     uint64_t limited_us;        /* rwnd- plus sndbuf-limited time so far, per stream
                                    (tcpi_rwnd_limited + tcpi_sndbuf_limited, averaged) */
+    uint64_t rwnd_limited_us;   /* ... the receiver's window's part (tcpi_rwnd_limited) */
+    uint64_t rwnd_bytes;        /* the receivers' windows, summed (tcpi_snd_wnd) */
+    uint64_t rwnd_top_bytes;    /* the largest windows the receivers can advertise, summed
+                                   (65535 << tcpi_snd_wscale each; 0: not known) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
     uint64_t backlog_bytes;     /* largest of the streams' bytes written and not yet acked
                                    (socket buffer and flight): what it must drain at the end */
@@ -111,8 +118,10 @@ typedef enum {
     QW_HOLD_GROWING,        /* loss-based cc: cwnd still grows with no standing queue and no
                                cut from the buffer's top: the link is not full yet, and the
                                rate rises with cwnd (qwbound.c, qw_growing) */
-    QW_HOLD_LT_BW           /* BBR held its long-term bandwidth (qw_window.lt_bw) further
+    QW_HOLD_LT_BW,          /* BBR held its long-term bandwidth (qw_window.lt_bw) further
                                below its bandwidth estimate from before than the tolerance */
+    QW_HOLD_RWND            /* the receiver's window held the rate, and may open further
+                               above it than the tolerance (qwbound.c, qw_rwnd_ceiling) */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -175,7 +184,8 @@ typedef enum {
     QW_BOUND_LT_BW,             /* BBR's long-term bandwidth: it may return to its estimate */
     QW_BOUND_BBR_CYCLE,         /* BBR, less than a gain cycle measured: up to its estimate */
     QW_BOUND_BW_RISING,         /* BBR's estimate still rose at the deadline: its line */
-    QW_BOUND_STALLED            /* nothing delivered in the window: from none to slow-start's */
+    QW_BOUND_STALLED,           /* nothing delivered in the window: from none to slow-start's */
+    QW_BOUND_RWND               /* the receiver's window held the rate: up to its largest */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
@@ -244,6 +254,10 @@ typedef struct {
                                    held up to 48 rounds, then the max filter's estimate again */
     uint64_t limited_us0;       /* limited_us when measuring started */
     uint64_t limited_us;        /* ... at the latest sample */
+    uint64_t rwnd_limited_us0;  /* rwnd_limited_us when measuring started */
+    uint64_t rwnd_limited_us;   /* ... at the latest sample */
+    uint64_t rwnd_bytes;        /* the latest sample's rwnd_bytes */
+    uint64_t rwnd_top_bytes;    /* ... and rwnd_top_bytes */
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */

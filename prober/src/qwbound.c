@@ -27,8 +27,11 @@
  *   buffer's top: the link's capacity was not reached, so the capacity seen bounds nothing;
  *   the rate may rise as cwnd's growth law (Reno: a packet a round; CUBIC: RFC 9438's cubic
  *   from the latest cut) takes it, up to a capacity a queue proved (growth_ceiling);
+ * - receiver's window: it, not cwnd or the path, held the rate for most of the window:
+ *   the path was never probed, and the receiver may open its window at any time, up to the
+ *   largest its window scale can express (qw_rwnd_ceiling);
  * - capacity: no side is above the largest rate the counted time's quarters ran at (unless
- *   growing).
+ *   growing, or held by the receiver's window).
  * The widest side names its evidence (quick_bound_by). The terms map a steady rate r to the
  * run's figure as qw_predict does: run = quick + (r - steady) x (its share of the run). */
 #include "qwint.h"
@@ -39,6 +42,9 @@
 #define QW_QUARTERS 4           /* level pieces of the counted time */
 #define CUBIC_C 0.4             /* RFC 9438: C */
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
+#define RWND_HELD 1.25          /* BBR's probing gain (qw_rwnd_ceiling) */
+#define WINDOW_TOP ((double)(65535u << 14)) /* RFC 7323: the largest window any receiver can
+                                                advertise (window scale 14) */
 
 /* Rates (bytes/s) of QW_QUARTERS equal pieces of the counted slices since measuring began
  * (transients the window dropped included); returns how many were formed. */
@@ -173,6 +179,34 @@ static int mostly_limited(const qw_window *w)
     double span_us = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
 
     return span_us > 0 && (double)(w->limited_us - w->limited_us0) >= 0.5 * span_us * 1e6;
+}
+
+/* The largest rate (bytes/s) the receivers' windows allow, when they held the rate; 0 when
+ * they did not, or when the receiver's buffer is fixed (qw_params.rwnd_fixed). They held it
+ * when they allow no more than the rate at the min RTT with BBR's probing gain on top (a
+ * wider window lets cwnd or BBR's probes past it: on a 400 Mbit/s x 200 ms path BBR's
+ * inflight cap of two BDPs met a 20 MB window a fifth of the time, at the path's rate) and
+ * the sender waited on them for a quarter of the window or more (tcpi_rwnd_limited: all of
+ * it for Reno and CUBIC, the probe rounds and some more for BBR). Then the rate is the
+ * window's, not the path's, which the window never probed, and what comes next is the
+ * receiver's doing: Linux grows a receive
+ * buffer only when a round trip delivers more than the one before, which a flow its window
+ * holds does not, so it may stay (4.0 Mbit/s for 20 s on a 100 Mbit/s x 180 ms path, 90 KB
+ * window) or open seconds later (the same path's next run: 112 KB until 3.4 s, then 782 KB
+ * and 3.2 MB, 4.8 Mbit/s in the window and 11.35 over 20 s). It can open no further than
+ * 65535 << the peer's window scale (RFC 7323), which Linux sizes from the largest buffer
+ * the socket may grow to (tcp_rmem[2], or SO_RCVBUF when set); unknown: scale 14. */
+double qw_rwnd_ceiling(const qw_window *w)
+{
+    double span_s = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
+    double top = w->rwnd_top_bytes ? (double)w->rwnd_top_bytes : WINDOW_TOP * qw_streams(w);
+    double rtt = min_rtt_s(w);
+
+    if (w->p.rwnd_fixed || span_s <= 0 || rtt <= 0 ||
+        (double)w->rwnd_bytes / rtt > RWND_HELD * w->est.rate_bps / 8.0 ||
+        (double)(w->rwnd_limited_us - w->rwnd_limited_us0) < 0.25 * span_s * 1e6)
+        return 0;
+    return top / rtt;
 }
 
 /* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the peaks the window's cuts came at
@@ -649,7 +683,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
-    double stall = 0, rounds;
+    double stall = 0, rounds, rwnd;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -698,6 +732,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     rising = bw_trend_ceiling(w, pr);
     if (rising > b.steady)
         widen(&b, b.steady, rising, QW_BOUND_BW_RISING);
+    rwnd = qw_rwnd_ceiling(w);
+    if (rwnd > b.steady)
+        widen(&b, b.steady, rwnd, QW_BOUND_RWND);
     /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
      * standing queue or not (under jitter the queue reads are noise, and a capacity read
      * while a queue stood came out 1 % under the rate the flow reached later). Not its
@@ -712,7 +749,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         widen(&b, 0, stall, QW_BOUND_STALLED);
         b.by = QW_BOUND_STALLED;
     }
-    b.hi = fmin(b.hi, fmax(fmax(cap, fmax(ceiling, rising)), fmax(fmax(lt, plateau), stall)));
+    b.hi = fmin(b.hi, fmax(fmax(fmax(cap, rwnd), fmax(ceiling, rising)),
+                           fmax(fmax(lt, plateau), stall)));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
@@ -783,6 +821,11 @@ static const struct {
                                       "since the first byte, and the rest of the run may "
                                       "deliver nothing or return to the rate slow-start "
                                       "reached" },
+    [QW_BOUND_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate: "
+                                           "the path's capacity was not probed, and the "
+                                           "receiver may open its window at any time, up to "
+                                           "the largest its window scale allows (the upper "
+                                           "end)" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

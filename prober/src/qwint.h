@@ -83,6 +83,9 @@ qw_hold qw_loss_floor_hold(const qw_window *w);
 /* 1 if a loss-based cc's cwnd still grows towards a capacity the window has not seen
  * (qwbound.c's growth_ceiling applies). */
 int qw_growing(const qw_window *w);
+/* The largest rate (bytes/s) the receivers' windows allow when they held the rate; 0 if they
+ * did not, or cannot open (qwbound.c). */
+double qw_rwnd_ceiling(const qw_window *w);
 /* 1 if every transient the window dropped was the flow's own climb (quickwin.c). */
 int qw_only_own_climbs(const qw_window *w);
 

@@ -40,6 +40,7 @@ int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen)
     ti->delivery_rate_bps = k.tcpi_delivery_rate * 8;
     ti->pacing_rate_bps = k.tcpi_pacing_rate == ~0ULL ? 0 : k.tcpi_pacing_rate * 8;
     ti->snd_wnd_bytes = k.tcpi_snd_wnd;
+    ti->snd_wscale = (k.tcpi_options & TCPI_OPT_WSCALE) ? k.tcpi_snd_wscale : 0;
     ti->rwnd_limited_us = k.tcpi_rwnd_limited;
     ti->sndbuf_limited_us = k.tcpi_sndbuf_limited;
     ti->busy_us = k.tcpi_busy_time;

@@ -20,6 +20,8 @@ typedef struct {
     uint64_t delivery_rate_bps;     /* tcpi_delivery_rate * 8 */
     uint64_t pacing_rate_bps;
     uint32_t snd_wnd_bytes;
+    uint32_t snd_wscale;            /* the peer's window scale (0 without the option): it
+                                       never advertises more than 65535 << snd_wscale */
     uint64_t rwnd_limited_us;
     uint64_t sndbuf_limited_us;
     uint64_t busy_us;

@@ -383,6 +383,62 @@ static void test_bbr_long_term_bandwidth_reopens_the_upper_side(void)
     CHECK(b.hi <= 95e6 / 8 + 1e-6 || b.hi <= b.steady);
 }
 
+/* Mark samples from..ns as limited by a receiver's window of wnd bytes (scale wscale, 0:
+ * not known) for share of each 20 ms. */
+static void rwnd_held(int from, uint64_t wnd, int wscale, double share)
+{
+    for (int i = from; i < ns; i++) {
+        s[i].rwnd_bytes = wnd;
+        s[i].rwnd_top_bytes = wscale < 0 ? 0 : (uint64_t)65535 << wscale;
+        s[i].rwnd_limited_us = (uint64_t)((i - from + 1) * 0.02 * share * 1e6);
+    }
+}
+
+/* BBR at 50 Mbit/s x 40 ms held by a 260,000-byte receive window (52 Mbit/s at the min RTT)
+ * half of the time, as its probes meet it (a server's 256 KB buffer on the lab's rice path):
+ * the path was never probed, and the receiver may open its window up to 65535 << 3 bytes,
+ * 104.856 Mbit/s at 40 ms. The window does not converge, answers at its deadline, and that
+ * is its upper side. It converges as before when the buffer is fixed (iperf3 -w), when the
+ * window allows more than BBR's probing gain above the rate (a 2 BDP window: the path held
+ * it), and when the window held the sender for less than a quarter of the time; an unknown
+ * scale (runs recorded before it was) is RFC 7323's largest, 14. */
+static void test_receiver_window_opens_the_upper_side(void)
+{
+    qw_params p = bbr_params();
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(4.0, 50e6, 40000, 40000, QW_BBR_PROBE_BW, (uint64_t)50e6);
+    rwnd_held(0, 260000, 3, 0.5);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_STR(qw_hold_name(qw_hold_of(&w)), "receiver_window");
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 524280 / 0.04, 1e-6);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_RWND);
+    CHECK_STR(qw_bound_name(b.by), "receiver_window");
+    CHECK_NEAR(b.hi, 524280 / 0.04, 1e-6);
+    CHECK(b.lo <= 50e6 / 8 && b.lo > 0.95 * 50e6 / 8);
+    p.rwnd_fixed = 1;
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
+    p.rwnd_fixed = 0;
+    rwnd_held(0, 500000, 3, 0.5);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
+    rwnd_held(0, 260000, 3, 0.2);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_CONVERGED);
+    rwnd_held(0, 260000, -1, 0.5);
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 65535.0 * 16384 / 0.04, 1e-3);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_RWND);
+}
+
 /* CUBIC at 100 Mbit/s x 60 ms (8948-byte segments, a one-BDP buffer of 745 kB) whose
  * window holds three whole loss cycles at 98 Mbit/s: 4 cuts, all random, from peaks of
  * 1735, 1682, 1360 and 1109 kB, each leaving more than a BDP (0.7 x 1109 kB): the link
@@ -850,6 +906,7 @@ int main(void)
     test_bbr_estimate_caps_and_short_window();
     test_growing_cwnd_lifts_the_upper_side();
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
+    test_receiver_window_opens_the_upper_side();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_bbr_part_of_a_gain_cycle_reaches_its_estimate();

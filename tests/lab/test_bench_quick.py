@@ -493,9 +493,9 @@ def test_bench_report_counts_every_run_of_the_new_prober(tmp_path):
     ) in report
     assert (
         "| cc | statistics | levels | sawtooth | random_loss | growing | lt_bw | bbr_cycle | bw_rising | stalled "
-        "| capacity | short |\n" in report
+        "| receiver_window | capacity | short |\n" in report
     )
-    assert "| cubic | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in report
+    assert "| cubic | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in report
     # the per-row table: answered, median time to answer, by deadline, median half-width, paired covered
     assert (
         f"| {row.id} | 1.00 | 0 | normal 2 ms |  | 100.0 | 100.0 | 4/6 | 5.0 | 3/6 | 7.5 | 2/3 | inf | 4.0 |" in report

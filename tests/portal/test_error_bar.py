@@ -194,7 +194,14 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
     source = (qp.ROOT / "prober" / "src" / "quickwin.c").read_text()
     prober_names = re.findall(r"\[QW_HOLD_\w+\] = \{ \"(\w+)\"", source)
     documented = qp.quick_holds()
-    assert len(documented) == 17 and {"loss_free", "bw_rising", "random_loss", "growing", "lt_bw"} <= set(documented)
+    assert len(documented) == 18 and {
+        "loss_free",
+        "bw_rising",
+        "random_loss",
+        "growing",
+        "lt_bw",
+        "receiver_window",
+    } <= set(documented)
     assert sorted(documented) == sorted(QUICK_HOLDS)
     # the prober also names not_started, which never reaches the result: the window did not
     # start, so quick mode was not entered and quick_held_by is null
