@@ -183,11 +183,13 @@ static int mostly_limited(const qw_window *w)
 
 /* The largest rate (bytes/s) the receivers' windows allow, when they held the rate; 0 when
  * they did not, or when the receiver's buffer is fixed (qw_params.rwnd_fixed). They held it
- * when they allow no more than the rate at the min RTT with BBR's probing gain on top (a
- * wider window lets cwnd or BBR's probes past it: on a 400 Mbit/s x 200 ms path BBR's
- * inflight cap of two BDPs met a 20 MB window a fifth of the time, at the path's rate) and
- * the sender waited on them for a quarter of the window or more (tcpi_rwnd_limited: all of
- * it for Reno and CUBIC, the probe rounds and some more for BBR). Then the rate is the
+ * when the sender waited on them for a quarter of the window or more (tcpi_rwnd_limited: all
+ * of it for Reno and CUBIC, the probe rounds and some more for BBR) and, at their smallest
+ * since measuring began, they allowed no more than the rate at the min RTT with BBR's
+ * probing gain on top: a wider window lets cwnd or BBR's probes past it, and the path sets
+ * the rate (on a 400 Mbit/s x 200 ms path BBR's inflight cap of two BDPs met a 20 MB window
+ * a fifth of the time). Their smallest, not their latest: one that opens as the window
+ * closes is the rate about to rise. Then the rate is the
  * window's, not the path's, which the window never probed, and what comes next is the
  * receiver's doing: Linux grows a receive
  * buffer only when a round trip delivers more than the one before, which a flow its window
@@ -203,7 +205,7 @@ double qw_rwnd_ceiling(const qw_window *w)
     double rtt = min_rtt_s(w);
 
     if (w->p.rwnd_fixed || span_s <= 0 || rtt <= 0 ||
-        (double)w->rwnd_bytes / rtt > RWND_HELD * w->est.rate_bps / 8.0 ||
+        (double)w->rwnd_min_bytes / rtt > RWND_HELD * w->est.rate_bps / 8.0 ||
         (double)(w->rwnd_limited_us - w->rwnd_limited_us0) < 0.25 * span_s * 1e6)
         return 0;
     return top / rtt;

@@ -400,8 +400,9 @@ static void rwnd_held(int from, uint64_t wnd, int wscale, double share)
  * 104.856 Mbit/s at 40 ms. The window does not converge, answers at its deadline, and that
  * is its upper side. It converges as before when the buffer is fixed (iperf3 -w), when the
  * window allows more than BBR's probing gain above the rate (a 2 BDP window: the path held
- * it), and when the window held the sender for less than a quarter of the time; an unknown
- * scale (runs recorded before it was) is RFC 7323's largest, 14. */
+ * it), and when the window held the sender for less than a quarter of the time. A window
+ * that opens as the window closes held the rate before; an unknown scale (runs recorded
+ * before it was) is RFC 7323's largest, 14. */
 static void test_receiver_window_opens_the_upper_side(void)
 {
     qw_params p = bbr_params();
@@ -432,6 +433,12 @@ static void test_receiver_window_opens_the_upper_side(void)
     rwnd_held(0, 260000, 3, 0.2);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_CONVERGED);
+    /* a window the receiver opens as the window closes: the rate is about to rise */
+    rwnd_held(0, 260000, 3, 0.5);
+    for (int i = ns - 10; i < ns; i++)
+        s[i].rwnd_bytes = 2000000;
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 524280 / 0.04, 1e-6);
     rwnd_held(0, 260000, -1, 0.5);
     pr = feed_all(&p, 20);
     CHECK_NEAR(qw_rwnd_ceiling(&w), 65535.0 * 16384 / 0.04, 1e-3);

@@ -446,7 +446,7 @@ def test_bench_report_rebuilt_from_kept_runs(tmp_path):
         "| cubic | 2.0 / 2.0 | 100.0 of 3 | 66.7 of 3 | 1.0 / 1.0 | 1.0 / 1.9 | 100.0 / 100.0 "
         "| 0.8 / 1.0 (0.84) | half-width met, coverage met, error met, spread met |"
     ) in report
-    assert "| cubic | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 6 |" in report  # bound by: not reported
+    assert "| cubic | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 6 |" in report  # bound by: not reported
     with open(out / "report-quick.csv") as fh:
         lines = list(csv.DictReader(fh))
     assert len(lines) == 12 and {x["kind"] for x in lines} == {"validate", "quick"}

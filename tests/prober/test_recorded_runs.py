@@ -246,3 +246,22 @@ def test_recorded_reno_late_drops_keep_the_shortest_window(replayed):
     assert float(r["lo_mbps"]) == pytest.approx(63.047, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(79.385, abs=0.001)
     assert r["covered"] == "0"
+
+
+def test_recorded_bbr_receiver_window_opens_the_upper_side(replayed):
+    # The lab's rice path (300 Mbit/s x 45 ms) with `iperf -s -w 256K`: the server's window
+    # (363,824 bytes, window scale 3) held BBR at 61.4 Mbit/s, its probes meeting it half of
+    # the time. From the sender, that buffer is no different from one a Linux receiver may
+    # still grow: the path was never probed, so the upper side is the largest window scale 3
+    # can express (524,280 bytes) over the 45.2 ms min RTT, and the window does not converge
+    # on the window's rate (before, it did at 2.1 s, 60.3-61.7).
+    r = replayed["bbr-300M-45ms-rice-iperf2-w256K.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(61.429, abs=0.001)
+    assert r["converged"] == "0" and r["answered"] == "1"
+    assert r["hold"] == "receiver_window" and r["bound_by"] == "receiver_window"
+    assert float(r["end_t"]) == pytest.approx(3.901, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(90.976, abs=0.001)
+    assert float(r["hi_mbps"]) < 524280 * 8 / 0.045227 / 1e6
+    assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
+    # what the prober itself said at the time agrees with the replay
+    assert float(r["prober_quick_mbps"]) == pytest.approx(float(r["figure_mbps"]), abs=0.001)
