@@ -569,7 +569,7 @@ static int try_start(qw_window *w, const qw_sample *s)
     w->prev_recovery = 0;
     w->limited_us0 = s->limited_us;
     w->rwnd_limited_us0 = s->rwnd_limited_us;
-    w->rwnd_min_bytes = s->rwnd_bytes;
+    w->rwnd_min_bytes = w->rwnd_max_bytes = s->rwnd_bytes;
     w->clean_from_bytes = s->delivered_bytes;
     w->slice_qmin = w->slice_qlo_min = INFINITY;
     w->slice_not_bw = s->bbr_mode != QW_BBR_PROBE_BW;
@@ -917,8 +917,10 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     w->delivered_bytes = s->delivered_bytes;
     w->limited_us = s->limited_us;
     w->rwnd_limited_us = s->rwnd_limited_us;
-    if (w->started && s->rwnd_bytes < w->rwnd_min_bytes)
-        w->rwnd_min_bytes = s->rwnd_bytes;
+    if (w->started) {
+        w->rwnd_min_bytes = s->rwnd_bytes < w->rwnd_min_bytes ? s->rwnd_bytes : w->rwnd_min_bytes;
+        w->rwnd_max_bytes = s->rwnd_bytes > w->rwnd_max_bytes ? s->rwnd_bytes : w->rwnd_max_bytes;
+    }
     w->rwnd_top_bytes = s->rwnd_top_bytes;
     qw_track_backlog(w, s);
     track_cruise(w, s);

@@ -257,6 +257,7 @@ typedef struct {
     uint64_t rwnd_limited_us0;  /* rwnd_limited_us when measuring started */
     uint64_t rwnd_limited_us;   /* ... at the latest sample */
     uint64_t rwnd_min_bytes;    /* the smallest rwnd_bytes since measuring started */
+    uint64_t rwnd_max_bytes;    /* ... and the largest */
     uint64_t rwnd_top_bytes;    /* the latest sample's rwnd_top_bytes */
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over

@@ -43,6 +43,7 @@
 #define CUBIC_C 0.4             /* RFC 9438: C */
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
 #define RWND_HELD 1.25          /* BBR's probing gain (qw_rwnd_ceiling) */
+#define RWND_STILL 1.01         /* a window within 1 % of its smallest held still */
 #define WINDOW_TOP ((double)(65535u << 14)) /* RFC 7323: the largest window any receiver can
                                                 advertise (window scale 14) */
 
@@ -181,23 +182,30 @@ static int mostly_limited(const qw_window *w)
     return span_us > 0 && (double)(w->limited_us - w->limited_us0) >= 0.5 * span_us * 1e6;
 }
 
-/* The largest rate (bytes/s) the receivers' windows allow, when they held the rate; 0 when
- * they did not, or when the receiver's buffer is fixed (qw_params.rwnd_fixed). They held it
- * when the sender waited on them for a quarter of the window or more (tcpi_rwnd_limited: all
- * of it for Reno and CUBIC, the probe rounds and some more for BBR) and, at their smallest
- * since measuring began, they allowed no more than the rate at the min RTT with BBR's
- * probing gain on top: a wider window lets cwnd or BBR's probes past it, and the path sets
- * the rate (on a 400 Mbit/s x 200 ms path BBR's inflight cap of two BDPs met a 20 MB window
- * a fifth of the time). Their smallest, not their latest: one that opens as the window
- * closes is the rate about to rise. Then the rate is the
- * window's, not the path's, which the window never probed, and what comes next is the
- * receiver's doing: Linux grows a receive
- * buffer only when a round trip delivers more than the one before, which a flow its window
- * holds does not, so it may stay (4.0 Mbit/s for 20 s on a 100 Mbit/s x 180 ms path, 90 KB
- * window) or open seconds later (the same path's next run: 112 KB until 3.4 s, then 782 KB
- * and 3.2 MB, 4.8 Mbit/s in the window and 11.35 over 20 s). It can open no further than
- * 65535 << the peer's window scale (RFC 7323), which Linux sizes from the largest buffer
- * the socket may grow to (tcp_rmem[2], or SO_RCVBUF when set); unknown: scale 14. */
+/* The largest rate (bytes/s) the receivers' windows allow, when they held the rate and may
+ * open; 0 otherwise, and when the receiver's buffer is fixed (qw_params.rwnd_fixed).
+ * - They held it when the sender waited on them for a quarter of the window or more
+ *   (tcpi_rwnd_limited: all of it for Reno and CUBIC, the probe rounds and some more for
+ *   BBR) and, at their smallest since measuring began, they allowed no more than the rate at
+ *   the min RTT with BBR's probing gain on top: a wider window lets cwnd or the probes past
+ *   it, and the path sets the rate (400 Mbit/s x 200 ms: BBR's inflight cap of two BDPs met
+ *   a 20 MB window a fifth of the time). Their smallest, not their latest: a receiver that
+ *   opens its window as the quick window closes is the rate about to rise.
+ * - Then the rate is the window's, not the path's, which the window never probed. Linux
+ *   grows a receive buffer only when a round trip delivers more than the one before, which a
+ *   flow its window holds does not, so the window may stay (4.0 Mbit/s for 20 s on a
+ *   100 Mbit/s x 180 ms path, 90 KB) or open seconds later (the same path: 85 KB growing to
+ *   142 KB in steps while the window measured 6.0 Mbit/s, then 3.2 MB; 13.6 over 20 s).
+ * - It can open no further than 65535 << the peer's window scale (RFC 7323), the upper
+ *   end; unknown (runs recorded before it was): scale 14, and a window that held still
+ *   counts as the receiver's largest, as it can be at any scale.
+ * - Except a window that held still (within 1 %) at a size the receiver's largest can be:
+ *   Linux takes the smallest scale that fits the largest buffer the socket may grow to
+ *   (tcp_rmem[2], or SO_RCVBUF when set), so that buffer is over half the top and its window
+ *   (tcp_win_from_space: a quarter of the buffer or more) over an eighth. A receiver at its
+ *   largest (4,464,000 bytes of scale 7's 8,388,480 at tcp_rmem[2] = 6 MB on a 300 Mbit/s x
+ *   140 ms path) or with its buffer fixed (iperf -s -w 256K: 366,736 bytes of 524,280) keeps
+ *   it; one that is still growing moves it, and a stalled one sits far below. */
 double qw_rwnd_ceiling(const qw_window *w)
 {
     double span_s = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
@@ -207,6 +215,9 @@ double qw_rwnd_ceiling(const qw_window *w)
     if (w->p.rwnd_fixed || span_s <= 0 || rtt <= 0 ||
         (double)w->rwnd_min_bytes / rtt > RWND_HELD * w->est.rate_bps / 8.0 ||
         (double)(w->rwnd_limited_us - w->rwnd_limited_us0) < 0.25 * span_s * 1e6)
+        return 0;
+    if ((double)w->rwnd_max_bytes <= RWND_STILL * (double)w->rwnd_min_bytes &&
+        (!w->rwnd_top_bytes || (double)w->rwnd_min_bytes >= top / 8))
         return 0;
     return top / rtt;
 }

@@ -395,14 +395,17 @@ static void rwnd_held(int from, uint64_t wnd, int wscale, double share)
 }
 
 /* BBR at 50 Mbit/s x 40 ms held by a 260,000-byte receive window (52 Mbit/s at the min RTT)
- * half of the time, as its probes meet it (a server's 256 KB buffer on the lab's rice path):
- * the path was never probed, and the receiver may open its window up to 65535 << 3 bytes,
- * 104.856 Mbit/s at 40 ms. The window does not converge, answers at its deadline, and that
- * is its upper side. It converges as before when the buffer is fixed (iperf3 -w), when the
- * window allows more than BBR's probing gain above the rate (a 2 BDP window: the path held
- * it), and when the window held the sender for less than a quarter of the time. A window
- * that opens as the window closes held the rate before; an unknown scale (runs recorded
- * before it was) is RFC 7323's largest, 14. */
+ * half of the time, as its probes meet it. With window scale 7 (Linux's at tcp_rmem[2] =
+ * 6 MB) that window is far below the largest the receiver can reach, so it may open: the path
+ * was never probed, and the upper side is 65535 << 7 bytes over 40 ms (1.678 Gbit/s); the
+ * window does not converge and answers at its deadline; so it does when the receiver opens
+ * its window as the quick window closes. So it is with scale 3 (a largest window of 524,280 bytes) when the
+ * window moved while measuring. Held still at 260,000 with scale 3 it can be the receiver's
+ * largest (a buffer at its top, or fixed by the server): it stays, and the window converges
+ * as it does when iperf3's -w fixed the buffer, when the window allows more than BBR's probing
+ * gain above the rate (a 2 BDP window: the path held it), and when it held the sender for
+ * less than a quarter of the time. An unknown scale (runs recorded before it was) is RFC
+ * 7323's largest, 14, for a window that moved; one that held still may be the largest. */
 static void test_receiver_window_opens_the_upper_side(void)
 {
     qw_params p = bbr_params();
@@ -411,35 +414,52 @@ static void test_receiver_window_opens_the_upper_side(void)
 
     ns = 0;
     run_at(4.0, 50e6, 40000, 40000, QW_BBR_PROBE_BW, (uint64_t)50e6);
-    rwnd_held(0, 260000, 3, 0.5);
+    rwnd_held(0, 260000, 7, 0.5);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_GAVE_UP);
     CHECK_STR(qw_hold_name(qw_hold_of(&w)), "receiver_window");
-    CHECK_NEAR(qw_rwnd_ceiling(&w), 524280 / 0.04, 1e-6);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 8388480 / 0.04, 1e-6);
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_RWND);
     CHECK_STR(qw_bound_name(b.by), "receiver_window");
-    CHECK_NEAR(b.hi, 524280 / 0.04, 1e-6);
+    CHECK_NEAR(b.hi, 8388480 / 0.04, 1e-6);
     CHECK(b.lo <= 50e6 / 8 && b.lo > 0.95 * 50e6 / 8);
+    /* scale 3: held still, it may be the receiver's largest */
+    rwnd_held(0, 260000, 3, 0.5);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_CONVERGED);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
+    /* ... moving (a step of 1,000 bytes every 20 ms), it is not */
+    for (int i = 0; i < ns; i++)
+        s[i].rwnd_bytes = 200000 + 1000 * (uint64_t)i;
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 524280 / 0.04, 1e-6);
+    /* a receiver that opens its window as the quick window closes held the rate before: the
+     * rate is about to rise */
+    rwnd_held(0, 260000, 7, 0.5);
+    for (int i = ns - 10; i < ns; i++)
+        s[i].rwnd_bytes = 2000000;
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 8388480 / 0.04, 1e-6);
     p.rwnd_fixed = 1;
+    rwnd_held(0, 260000, 7, 0.5);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_CONVERGED);
     CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
     p.rwnd_fixed = 0;
-    rwnd_held(0, 500000, 3, 0.5);
+    rwnd_held(0, 500000, 7, 0.5);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_CONVERGED);
     CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
-    rwnd_held(0, 260000, 3, 0.2);
+    rwnd_held(0, 260000, 7, 0.2);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_CONVERGED);
-    /* a window the receiver opens as the window closes: the rate is about to rise */
-    rwnd_held(0, 260000, 3, 0.5);
-    for (int i = ns - 10; i < ns; i++)
-        s[i].rwnd_bytes = 2000000;
-    pr = feed_all(&p, 20);
-    CHECK_NEAR(qw_rwnd_ceiling(&w), 524280 / 0.04, 1e-6);
     rwnd_held(0, 260000, -1, 0.5);
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_rwnd_ceiling(&w), 0, 0);
+    for (int i = 0; i < ns; i++)
+        s[i].rwnd_bytes = 200000 + 1000 * (uint64_t)i;
     pr = feed_all(&p, 20);
     CHECK_NEAR(qw_rwnd_ceiling(&w), 65535.0 * 16384 / 0.04, 1e-3);
     b = qw_bound(&w, &pr);
