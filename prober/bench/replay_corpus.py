@@ -5,6 +5,7 @@
     replay_corpus.py collect --seed 31 --paths 24 --mtu 1500 --aqm codel --out test-artifacts/codel
     replay_corpus.py collect --seed 33 --paths 24 --mtu 1500 --policer --out test-artifacts/police
     replay_corpus.py collect --seed 35 --paths 24 --mtu 1500 --jitter-order netem --out test-artifacts/reorder
+    replay_corpus.py collect --seed 89 --paths 16 --server-rmem 6291456 --out test-artifacts/stock
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
@@ -121,6 +122,16 @@ def _ready_to_record(a) -> None:
     a.out.mkdir(parents=True, exist_ok=True)
 
 
+def _server_rmem(lab, top: int) -> None:
+    """Cap the site's receive buffers at top bytes (tcp_rmem[2], per namespace; the lab raises
+    it to 32 MB): a stock Linux server has 6 MB (6291456). The server is already listening;
+    the kernel reads the sysctl for each connection it accepts."""
+    argv = ["sysctl", "-q", "-w", f"net.ipv4.tcp_rmem=4096 131072 {top}"]
+    done = lab.run(argv, where="far", timeout=10, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"replay_corpus: {' '.join(argv)} failed in the site's namespace: {done.stderr}")
+
+
 def collect(a) -> int:
     _ready_to_record(a)
     rng = random.Random(a.seed)
@@ -129,6 +140,8 @@ def collect(a) -> int:
         row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
+            if a.server_rmem:
+                _server_rmem(lab, a.server_rmem)
             for k in range(a.runs):
                 bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
                 time.sleep(0.3)
@@ -293,6 +306,12 @@ def main(argv=None) -> int:
         choices=labctl.AQMS,
         default="none",
         help="active queue management at the delay line's bottleneck (codel: a 4-BDP buffer)",
+    )
+    c.add_argument(
+        "--server-rmem",
+        type=int,
+        default=0,
+        help="the site's tcp_rmem[2] in bytes (default: the lab's 32 MB; 6291456: a stock Linux server)",
     )
     c.add_argument(
         "--policer",
