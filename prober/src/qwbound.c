@@ -173,8 +173,9 @@ static double poisson_lower95(uint32_t k)
     return k < sizeof l / sizeof l[0] ? l[k] : fmax(0, k - 1.645 * sqrt((double)k));
 }
 
-/* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began:
- * cwnd, and with it the sawtooth, does not set its rate. */
+/* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began: its
+ * cwnd does not grow (the kernel grows cwnd only while it limits the sender), so no growth
+ * law lifts the rate; a loss still cuts cwnd (qw_loss_floor, rest_expected). */
 static int mostly_limited(const qw_window *w)
 {
     double span_us = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
@@ -551,7 +552,7 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
     double p, wstar = 0, win, cut, sum = 0, dt;
 
     if (w->p.bbr || w->p.beta <= 0 || (k < 2 && !growing) || packets < 1 || w->n == 0 ||
-        base_rtt <= 0 || to_go <= 0 || rate <= 0 || mostly_limited(w) || w->stalled)
+        base_rtt <= 0 || to_go <= 0 || rate <= 0 || w->stalled)
         return rate;
     if (growing) {
         cap = qw_capacity_seen(w);

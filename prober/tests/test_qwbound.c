@@ -675,7 +675,8 @@ static double descent_by_steps(const qw_window *win, const qw_prediction *pr, ui
 
 /* CUBIC at 95 Mbit/s x 40 ms, cwnd 656 packets, answered at 4 s: with two or more random
  * loss events the answer is the counted part, then cwnd's way under that loss rate (below
- * the rate measured: slow-start's overshoot coming down); one event, or a rate the losses
+ * the rate measured: slow-start's overshoot coming down), whether or not a receiver's
+ * window held the stream; one event, or a rate the losses
  * would let rise, leave the rate measured; a flow already where the losses hold it stays
  * there. The interval is the same either way. */
 static void test_random_losses_seen_set_the_answer(void)
@@ -704,6 +705,11 @@ static void test_random_losses_seen_set_the_answer(void)
     CHECK_NEAR(a.rate_bps, want, want * 0.003);
     CHECK(a.lo_bps == b.lo_bps && a.hi_bps == b.hi_bps);
     CHECK(a.lo_bps < a.rate_bps);
+    /* held by the receiver's window all along: a loss cuts cwnd, not that window, so the same
+     * (before, such a stream kept the rate measured) */
+    w.limited_us = w.limited_us0 + 4000000;
+    CHECK_NEAR(qw_answer_of(&w, 20).rate_bps, a.rate_bps, 1e-6);
+    w.limited_us = w.limited_us0;
     /* counted stream by stream, the same */
     w.random_events = 0;
     w.random_stream_events = 4;
