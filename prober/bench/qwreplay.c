@@ -104,7 +104,7 @@ static void aggregate(replay *r, const json_t *ev)
         q->rwnd_limited_us += (uint64_t)num(st, "rwnd_limited_us") / (n ? n : 1);
         q->rwnd_bytes += (uint64_t)num(st, "snd_wnd_bytes");
         top_known &= json_is_integer(json_object_get(st, "snd_wscale"));
-        q->rwnd_top_bytes += (uint64_t)65535 << ((int)num(st, "snd_wscale") & 15);
+        q->rwnd_top_bytes += QW_WINDOW_TOP((int)num(st, "snd_wscale") & 15);
         if (rtt > q->rtt_us)
             q->rtt_us = rtt;
         if (rtt && (q->rtt_lo_us == 0 || rtt < q->rtt_lo_us))

@@ -197,7 +197,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->limited_us += (ti->rwnd_limited_us + ti->sndbuf_limited_us) / (uint64_t)r->n;
         q->rwnd_limited_us += ti->rwnd_limited_us / (uint64_t)r->n;
         q->rwnd_bytes += ti->snd_wnd_bytes;
-        q->rwnd_top_bytes += (uint64_t)65535 << ti->snd_wscale;
+        q->rwnd_top_bytes += QW_WINDOW_TOP(ti->snd_wscale);
         if (ti->rtt_us > q->rtt_us)
             q->rtt_us = ti->rtt_us;
         if (ti->rtt_us && (q->rtt_lo_us == 0 || ti->rtt_us < q->rtt_lo_us))

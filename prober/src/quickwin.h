@@ -43,6 +43,10 @@ typedef struct {
                                stays where it is */
 } qw_params;
 
+/* RFC 7323: the largest window a receiver with window scale `scale` can advertise (14 is
+ * the largest scale) */
+#define QW_WINDOW_TOP(scale) ((uint64_t)65535 << (scale))
+
 #define QW_BUSY_QUEUE 0.25      /* a standing queue this deep (BDPs) is one, not the min
                                    RTT's bias: the smoothed RTT averages delay jitter that
                                    the min RTT takes at its lowest (the lab's normal 2 ms

@@ -44,8 +44,6 @@
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
 #define RWND_HELD 1.25          /* BBR's probing gain (qw_rwnd_ceiling) */
 #define RWND_STILL 1.01         /* a window within 1 % of its smallest held still */
-#define WINDOW_TOP ((double)(65535u << 14)) /* RFC 7323: the largest window any receiver can
-                                                advertise (window scale 14) */
 
 /* Rates (bytes/s) of QW_QUARTERS equal pieces of the counted slices since measuring began
  * (transients the window dropped included); returns how many were formed. */
@@ -173,14 +171,21 @@ static double poisson_lower95(uint32_t k)
     return k < sizeof l / sizeof l[0] ? l[k] : fmax(0, k - 1.645 * sqrt((double)k));
 }
 
+/* The share of the time since measuring began (to the latest slice's end) by which a
+ * per-stream cumulative time in microseconds grew from us0 to us; 0 before any time passed. */
+static double time_share(const qw_window *w, uint64_t us0, uint64_t us)
+{
+    double span_s = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
+
+    return span_s > 0 ? (double)(us - us0) / (span_s * 1e6) : 0;
+}
+
 /* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began: its
  * cwnd does not grow (the kernel grows cwnd only while it limits the sender), so no growth
  * law lifts the rate; a loss still cuts cwnd (qw_loss_floor, rest_expected). */
 static int mostly_limited(const qw_window *w)
 {
-    double span_us = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
-
-    return span_us > 0 && (double)(w->limited_us - w->limited_us0) >= 0.5 * span_us * 1e6;
+    return time_share(w, w->limited_us0, w->limited_us) >= 0.5;
 }
 
 /* The largest rate (bytes/s) the receivers' windows allow, when they held the rate and may
@@ -209,13 +214,13 @@ static int mostly_limited(const qw_window *w)
  *   it; one that is still growing moves it, and a stalled one sits far below. */
 double qw_rwnd_ceiling(const qw_window *w)
 {
-    double span_s = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
-    double top = w->rwnd_top_bytes ? (double)w->rwnd_top_bytes : WINDOW_TOP * qw_streams(w);
+    double top = w->rwnd_top_bytes ? (double)w->rwnd_top_bytes
+                                    : (double)QW_WINDOW_TOP(14) * qw_streams(w);
     double rtt = min_rtt_s(w);
 
-    if (w->p.rwnd_fixed || span_s <= 0 || rtt <= 0 ||
+    if (w->p.rwnd_fixed || rtt <= 0 ||
         (double)w->rwnd_min_bytes / rtt > RWND_HELD * w->est.rate_bps / 8.0 ||
-        (double)(w->rwnd_limited_us - w->rwnd_limited_us0) < 0.25 * span_s * 1e6)
+        time_share(w, w->rwnd_limited_us0, w->rwnd_limited_us) < 0.25)
         return 0;
     if ((double)w->rwnd_max_bytes <= RWND_STILL * (double)w->rwnd_min_bytes &&
         (!w->rwnd_top_bytes || (double)w->rwnd_min_bytes >= top / 8))
