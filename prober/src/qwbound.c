@@ -137,20 +137,43 @@ double qw_loss_window_pkts(int cubic, double p, double rtt_s)
     return w_pkts;
 }
 
-/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
- * (a queue builds only at a full link), at least the fastest quarter of the counted time. */
-double qw_capacity_seen(const qw_window *w)
+/* The mean rate (bytes/s) of the window's slices with a standing queue: a queue builds only
+ * at a full link, so this is the link's rate (or the flow's share of it); 0 if none had one. */
+static double queued_rate(const qw_window *w)
 {
-    double q[QW_QUARTERS], qlo, qhi, b = 0, s = 0;
+    double b = 0, s = 0;
 
-    range_of(q, quarter_rates(w, q), &qlo, &qhi);
     for (int i = 0; i < w->n; i++) {
-        if (w->s[i].excluded || !(w->s[i].q_lo_min >= 0.25))
+        if (w->s[i].excluded || !(w->s[i].q_lo_min >= QW_BUSY_QUEUE))
             continue;
         b += (double)w->s[i].bytes;
         s += w->s[i].t1 - w->s[i].t0;
     }
-    return fmax(s > 0 ? b / s : 0, fmax(qhi, w->est.rate_bps / 8.0));
+    return s > 0 ? b / s : 0;
+}
+
+/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
+ * (queued_rate), at least the fastest quarter of the counted time. */
+double qw_capacity_seen(const qw_window *w)
+{
+    double q[QW_QUARTERS], qlo, qhi;
+
+    range_of(q, quarter_rates(w, q), &qlo, &qhi);
+    return fmax(queued_rate(w), fmax(qhi, w->est.rate_bps / 8.0));
+}
+
+/* BBR: the largest bandwidth estimate the window saw (bytes/s), as a rate the path carried.
+ * One stream's estimate is a delivery rate it measured. Several streams' estimates, summed,
+ * are each the largest of its own probes, taken at different moments: the link never
+ * carried their sum at once (two streams on a 50 Mbit/s link summed to 59.0). A standing
+ * queue shows what the link carries (queued_rate), and the streams together get no more
+ * than that over whole gain cycles, whatever each one's estimate. Without one the link's
+ * rate is not known, and the sum stays. */
+double qw_bbr_bw_carried(const qw_window *w)
+{
+    double bw = w->bw_max_bps / 8.0;
+
+    return qw_streams(w) > 1 && queued_rate(w) > 0 ? fmin(bw, qw_capacity_seen(w)) : bw;
 }
 
 /* Poisson: the 95 % upper bound of the mean given k events (chi-square / 2), k >= 0. */
@@ -745,13 +768,13 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     ceiling = growth_ceiling(w, pr);
     if (ceiling > b.steady)
         widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
-    if (w->p.bbr && w->lt_bw && w->bw_max_bps / 8.0 > b.steady) {
-        lt = w->bw_max_bps / 8.0;
+    if (w->p.bbr && w->lt_bw && qw_bbr_bw_carried(w) > b.steady) {
+        lt = qw_bbr_bw_carried(w);
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
     rounds = bbr_rounds_counted(w);
     if (bbr_part_cycle(rounds))
-        widen(&b, b.steady * part_cycle_low(rounds), fmax(b.steady, w->bw_max_bps / 8.0),
+        widen(&b, b.steady * part_cycle_low(rounds), fmax(b.steady, qw_bbr_bw_carried(w)),
               QW_BOUND_BBR_CYCLE);
     rising = bw_trend_ceiling(w, pr);
     if (rising > b.steady)
@@ -767,7 +790,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * any rate the path gave earlier in the window (loopback, 12 runs of 10 s: the latest
      * estimate had set the upper end on 4, and 2 of their 10 s figures were above it). */
     if (w->p.bbr)
-        cap = fmax(cap, w->bw_max_bps / 8.0);
+        cap = fmax(cap, qw_bbr_bw_carried(w));
     if (w->stalled) {
         stall = stall_ceiling(w);
         widen(&b, 0, stall, QW_BOUND_STALLED);

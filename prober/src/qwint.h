@@ -86,6 +86,8 @@ int qw_growing(const qw_window *w);
 /* The largest rate (bytes/s) the receivers' windows allow when they held the rate; 0 if they
  * did not, or cannot open (qwbound.c). */
 double qw_rwnd_ceiling(const qw_window *w);
+/* BBR: the largest bandwidth estimate seen, as a rate the path carried (bytes/s; qwbound.c). */
+double qw_bbr_bw_carried(const qw_window *w);
 /* 1 if every transient the window dropped was the flow's own climb (quickwin.c). */
 int qw_only_own_climbs(const qw_window *w);
 

@@ -304,3 +304,19 @@ def test_recorded_cubic_held_by_the_servers_window_still_meets_random_loss(repla
     assert float(r["lo_mbps"]) == pytest.approx(102.106, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(141.381, abs=0.001)
     assert r["covered"] == "1"
+
+
+def test_recorded_bbr_streams_estimates_summed_stay_under_the_link_seen(replayed):
+    # Two BBR streams on 50 Mbit/s x 60 ms, a 0.3-BDP buffer, 0.005 % loss, 20 % cross
+    # traffic 300 ms on / 300 ms off (held out: seed 101 of multi-stream BBR paths). BBR went
+    # into its long-term bandwidth mode, and the upper side was the largest of the streams'
+    # bandwidth estimates summed, 59.0 Mbit/s: above the 50 Mbit/s link. Each estimate is the
+    # largest of its own stream's probes, taken at its own moment; a standing queue showed
+    # what the link carried, and the streams together get no more than that.
+    r = replayed["bbr2-50M-60ms-cross-lt-bw.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(43.654, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(43.292, abs=0.001)
+    assert r["bound_by"] == "statistics" and r["hold"] == "short"
+    assert float(r["lo_mbps"]) == pytest.approx(42.007, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(43.968, abs=0.001)
+    assert r["covered"] == "1"
