@@ -68,6 +68,7 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwloss.c",
     "prober/src/qwpredict.c",
     "prober/src/qwbound.c",
+    "prober/src/qwbbr.c",
     "prober/src/opts.h",
 ]
 FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"
