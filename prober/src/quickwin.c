@@ -716,7 +716,7 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     if (w->bw_rising)
         return QW_HOLD_BW_RISING;
     /* a rate pinned to the long-term bandwidth returns to the max filter's when the mode ends */
-    if (w->lt_bw && qw_bbr_bw_carried(w) * 8 - e->rate_bps > w->p.tolerance * e->rate_bps)
+    if (w->lt_bw && (double)w->bw_max_bps - e->rate_bps > w->p.tolerance * e->rate_bps)
         return QW_HOLD_LT_BW;
     /* the receiver's window, not the path, set the rate, and no wait tells whether or when
      * the receiver opens it (qw_rwnd_ceiling) */

@@ -3,24 +3,10 @@
  * phases of a min RTT, one at gain 1.25, one at 0.75, the rest at 1), so the estimate is
  * what the rest of the run may reach: a window shorter than one cycle (bbr_cycle), one that
  * answered while the estimate still rose (bw_rising), and one in the long-term bandwidth
- * mode (lt_bw, qwbound.c) reach up to it, as a rate the path carried (qw_bbr_bw_carried). */
+ * mode (lt_bw, qwbound.c) reach up to it. */
 #include "qwint.h"
 
 #include <math.h>
-
-/* BBR: the largest bandwidth estimate the window saw (bytes/s), as a rate the path carried.
- * One stream's estimate is a delivery rate it measured. Several streams' estimates, summed,
- * are each the largest of its own probes, taken at different moments: the link never
- * carried their sum at once (two streams on a 50 Mbit/s link summed to 59.0). A standing
- * queue shows what the link carries (qw_queued_rate), and the streams together get no more
- * than that over whole gain cycles, whatever each one's estimate. Without one the link's
- * rate is not known, and the sum stays. */
-double qw_bbr_bw_carried(const qw_window *w)
-{
-    double bw = w->bw_max_bps / 8.0;
-
-    return qw_streams(w) > 1 && qw_queued_rate(w) > 0 ? fmin(bw, qw_capacity_seen(w)) : bw;
-}
 
 /* 1 if a BBR window counted fewer rounds (qw_bbr_rounds_counted) than one gain cycle (8 phases
  * of a min RTT each, tcp_bbr.c's PROBE_BW): its rate is that of the phases it saw, weighted as they fell, and

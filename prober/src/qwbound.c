@@ -137,29 +137,20 @@ double qw_loss_window_pkts(int cubic, double p, double rtt_s)
     return w_pkts;
 }
 
-/* The mean rate (bytes/s) of the window's slices with a standing queue: a queue builds only
- * at a full link, so this is the link's rate (or the flow's share of it); 0 if none had one. */
-double qw_queued_rate(const qw_window *w)
+/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
+ * (a queue builds only at a full link), at least the fastest quarter of the counted time. */
+double qw_capacity_seen(const qw_window *w)
 {
-    double b = 0, s = 0;
+    double q[QW_QUARTERS], qlo, qhi, b = 0, s = 0;
 
+    range_of(q, quarter_rates(w, q), &qlo, &qhi);
     for (int i = 0; i < w->n; i++) {
         if (w->s[i].excluded || !(w->s[i].q_lo_min >= QW_BUSY_QUEUE))
             continue;
         b += (double)w->s[i].bytes;
         s += w->s[i].t1 - w->s[i].t0;
     }
-    return s > 0 ? b / s : 0;
-}
-
-/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
- * (qw_queued_rate), at least the fastest quarter of the counted time. */
-double qw_capacity_seen(const qw_window *w)
-{
-    double q[QW_QUARTERS], qlo, qhi;
-
-    range_of(q, quarter_rates(w, q), &qlo, &qhi);
-    return fmax(qw_queued_rate(w), fmax(qhi, w->est.rate_bps / 8.0));
+    return fmax(s > 0 ? b / s : 0, fmax(qhi, w->est.rate_bps / 8.0));
 }
 
 /* Poisson: the 95 % upper bound of the mean given k events (chi-square / 2), k >= 0. */
@@ -679,13 +670,13 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     ceiling = growth_ceiling(w, pr);
     if (ceiling > b.steady)
         widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
-    if (w->p.bbr && w->lt_bw && qw_bbr_bw_carried(w) > b.steady) {
-        lt = qw_bbr_bw_carried(w);
+    if (w->p.bbr && w->lt_bw && w->bw_max_bps / 8.0 > b.steady) {
+        lt = w->bw_max_bps / 8.0;
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
     rounds = qw_bbr_rounds_counted(w);
     if (qw_bbr_part_cycle(rounds))
-        widen(&b, b.steady * qw_bbr_part_cycle_low(rounds), fmax(b.steady, qw_bbr_bw_carried(w)),
+        widen(&b, b.steady * qw_bbr_part_cycle_low(rounds), fmax(b.steady, w->bw_max_bps / 8.0),
               QW_BOUND_BBR_CYCLE);
     rising = qw_bbr_trend_ceiling(w, pr);
     if (rising > b.steady)
@@ -701,7 +692,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * any rate the path gave earlier in the window (loopback, 12 runs of 10 s: the latest
      * estimate had set the upper end on 4, and 2 of their 10 s figures were above it). */
     if (w->p.bbr)
-        cap = fmax(cap, qw_bbr_bw_carried(w));
+        cap = fmax(cap, w->bw_max_bps / 8.0);
     if (w->stalled) {
         stall = stall_ceiling(w);
         widen(&b, 0, stall, QW_BOUND_STALLED);

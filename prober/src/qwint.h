@@ -86,14 +86,10 @@ int qw_growing(const qw_window *w);
 /* The largest rate (bytes/s) the receivers' windows allow when they held the rate; 0 if they
  * did not, or cannot open (qwbound.c). */
 double qw_rwnd_ceiling(const qw_window *w);
-/* The mean rate (bytes/s) of the slices with a standing queue; 0 if none had one. */
-double qw_queued_rate(const qw_window *w);
 /* The path's min RTT in seconds (the latest slice's smoothed RTT before one was seen). */
 double qw_min_rtt_s(const qw_window *w);
 
 /* qwbbr.c */
-/* BBR: the largest bandwidth estimate seen, as a rate the path carried (bytes/s). */
-double qw_bbr_bw_carried(const qw_window *w);
 /* 1 if a window of this many rounds (qw_bbr_rounds_counted) is shorter than a gain cycle. */
 int qw_bbr_part_cycle(double rounds);
 /* BBR: the min RTTs (rounds) the window counted; -1 when not BBR or no min RTT is known. */

@@ -582,40 +582,6 @@ static void test_bbr_part_of_a_gain_cycle_reaches_its_estimate(void)
     CHECK(b.hi < 9.1e6 / 8);
 }
 
-/* Four BBR streams at 150 ms over part of a gain cycle (0.8 s) at 9 Mbit/s, their estimates
- * summing to 13: each is the largest of its own stream's probes, taken at its own moment,
- * and with a standing queue (a third of a BDP) the link was seen to carry 9, so that, not
- * the sum, is the upper side. One stream's estimate is a rate it measured, and with no
- * standing queue the link's rate is not known: the estimate stays the upper side. */
-static void test_bbr_streams_estimates_capped_by_the_link_seen(void)
-{
-    qw_params p = bbr_params();
-    qw_prediction pr;
-    qw_bounds b;
-
-    p.min_s = 0.1;
-    p.max_s = 0.8;
-    p.streams = 4;
-    ns = 0;
-    run_at(0.8, 9e6, 200000, 150000, QW_BBR_PROBE_BW, (uint64_t)13e6);
-    pr = feed_all(&p, 20);
-    b = qw_bound(&w, &pr);
-    CHECK(w.bw_max_bps == (uint64_t)13e6);
-    CHECK(b.by == QW_BOUND_BBR_CYCLE);
-    CHECK_NEAR(b.hi, qw_capacity_seen(&w), 1e-6);
-    CHECK(b.hi < 9.1e6 / 8);
-    p.streams = 1;
-    pr = feed_all(&p, 20);
-    b = qw_bound(&w, &pr);
-    CHECK_NEAR(b.hi, 13e6 / 8, 1e-6);
-    p.streams = 4;
-    ns = 0;
-    run_at(0.8, 9e6, 150000, 150000, QW_BBR_PROBE_BW, (uint64_t)13e6);
-    pr = feed_all(&p, 20);
-    b = qw_bound(&w, &pr);
-    CHECK_NEAR(b.hi, 13e6 / 8, 1e-6);
-}
-
 /* BBR at 40 ms answering at a 3 s deadline while its rate and bandwidth estimate climb
  * (72 -> 82 Mbit/s in steps of 2 every half second: a share of the link still moving its
  * way): the upper side is the counted part at the rate measured, then the estimate's line
@@ -977,7 +943,6 @@ int main(void)
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_bbr_part_of_a_gain_cycle_reaches_its_estimate();
-    test_bbr_streams_estimates_capped_by_the_link_seen();
     test_bbr_rising_estimate_lifts_the_upper_side();
     test_random_losses_seen_set_the_answer();
     test_climb_back_sets_the_answer();

@@ -306,17 +306,20 @@ def test_recorded_cubic_held_by_the_servers_window_still_meets_random_loss(repla
     assert r["covered"] == "1"
 
 
-def test_recorded_bbr_streams_estimates_summed_stay_under_the_link_seen(replayed):
+def test_recorded_bbr_streams_summed_estimates_keep_the_upper_side_open(replayed):
     # Two BBR streams on 50 Mbit/s x 60 ms, a 0.3-BDP buffer, 0.005 % loss, 20 % cross
     # traffic 300 ms on / 300 ms off (held out: seed 101 of multi-stream BBR paths). BBR went
-    # into its long-term bandwidth mode, and the upper side was the largest of the streams'
-    # bandwidth estimates summed, 59.0 Mbit/s: above the 50 Mbit/s link. Each estimate is the
-    # largest of its own stream's probes, taken at its own moment; a standing queue showed
-    # what the link carried, and the streams together get no more than that.
+    # into its long-term bandwidth mode, and the upper side is the largest of the streams'
+    # estimates summed, 59.0 Mbit/s: above the link, since each estimate is the largest of
+    # its own stream's probes. Capping that sum at the capacity seen (the rate while a queue
+    # stood) gave this run 42.0-44.0, but under on/off cross traffic the queue shows the
+    # flow's share while the cross traffic runs, not the link: on another draw (seed 103) two
+    # of 24 runs lost coverage with the cap (-25.3 % at 88.1, 85.5-89.2; 16.7 against
+    # 2.3-16.0), so the sum stays, and this run keeps its wide upper side.
     r = replayed["bbr2-50M-60ms-cross-lt-bw.validate.jsonl"]
     assert float(r["truth_mbps"]) == pytest.approx(43.654, abs=0.001)
     assert float(r["figure_mbps"]) == pytest.approx(43.292, abs=0.001)
-    assert r["bound_by"] == "statistics" and r["hold"] == "short"
+    assert r["bound_by"] == "lt_bw"
     assert float(r["lo_mbps"]) == pytest.approx(42.007, abs=0.001)
-    assert float(r["hi_mbps"]) == pytest.approx(43.968, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(58.982, abs=0.001)
     assert r["covered"] == "1"
