@@ -31,6 +31,7 @@ void measure_begin(qp_run *r)
 
     for (int i = 0; i < r->n; i++)
         ss_init(&r->streams[i].det, SS_ALGO_AUTO, cc);
+    ss_sum_init(&r->ss_sum);
     r->t0 = net_now();
     r->started = 1;
     r->next_interval_t = r->o->interval_s;
@@ -214,7 +215,44 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
     }
 }
 
-/* When every stream has left slow-start: record it, print it, open the quick window. */
+/* The largest smoothed RTT among the streams (0 while none is valid). */
+static uint32_t largest_rtt_us(const qp_run *r)
+{
+    uint32_t rtt = 0;
+
+    for (int i = 0; i < r->n; i++)
+        if (r->streams[i].ti.rtt_us > rtt)
+            rtt = r->streams[i].ti.rtt_us;
+    return rtt;
+}
+
+/* 1 when the streams together have left slow-start at time t, with out's ss_t and ss_rule
+ * set: every one has, or (plateau: several BBR streams whose sum stopped growing) all but
+ * one (ss_streams_left). */
+static int streams_left_ss(qp_run *r, double t, int plateau)
+{
+    int done = 0, last = -1;
+
+    for (int i = 0; i < r->n; i++) {
+        if (r->streams[i].rule == SS_RULE_NONE)
+            continue;
+        done++;
+        if (last < 0 || r->streams[i].ss_t >= r->streams[last].ss_t)
+            last = i;
+    }
+    if (!ss_streams_left(r->n, done, plateau))
+        return 0;
+    if (done == r->n) {
+        r->out.ss_t = r->streams[last].ss_t;
+        r->out.ss_rule = r->streams[last].rule;
+    } else {
+        r->out.ss_t = t;
+        r->out.ss_rule = SS_RULE_STREAMS_PLATEAU;
+    }
+    return 1;
+}
+
+/* When the streams have left slow-start: record it, print it, open the quick window. */
 static void check_ss_end(qp_run *r, const out_agg *a)
 {
     qw_params p = { .tolerance = r->o->quick_tolerance_pct / 100.0,
@@ -223,7 +261,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
                     .deadline_rtts = QP_DEADLINE_RTTS, .full_s = r->o->time_s,
                     .rwnd_fixed = !r->o->iperf2 && r->o->window_bytes > 0 };
     uint64_t exit_cwnd = 0;
-    int last = 0, after_loss = 0;
+    int after_loss = 0, plateau;
     qw_sample q;
 
     /* the quick window's witnesses of the buffer and the capacity (qw_ss_see); a full run
@@ -234,21 +272,23 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     }
     if (r->out.ss_ended)
         return;
-    for (int i = 0; i < r->n; i++) {
-        if (r->streams[i].rule == SS_RULE_NONE)
-            return;
-        if (r->streams[i].ss_t >= r->streams[last].ss_t)
-            last = i;
-    }
+    /* A BBR stream's startup ends only when its own delivery stops growing, and in a pipe the
+     * others have filled it grows for seconds by taking their share: the pipe is full when the
+     * sum stops growing. A loss-based stream's ends at its first loss, and its doubling in a
+     * full pipe meets one within a round or two: those wait for every stream. */
+    plateau = r->n > 1 && ss_cc_from_name(r->congestion) == SS_CC_BBR &&
+              ss_sum_feed(&r->ss_sum, a->t, a->bytes_acked, largest_rtt_us(r));
+    if (!streams_left_ss(r, a->t, plateau))
+        return;
     r->out.ss_ended = 1;
-    r->out.ss_t = r->streams[last].ss_t;
-    r->out.ss_rule = r->streams[last].rule;
     out_ss_end(r);
     if (r->o->mode == MODE_FULL)
         return;
     for (int i = 0; i < r->n; i++) {
-        exit_cwnd += r->streams[i].ss_cwnd_bytes;
-        after_loss |= r->streams[i].ti.total_retrans > 0;
+        const qp_stream *s = &r->streams[i];
+
+        exit_cwnd += ss_exit_cwnd(s);
+        after_loss |= s->ti.total_retrans > 0;
     }
     /* the min RTT as the window's samples read it (qwreplay opens on the same) */
     window_sample(r, a->t, &q);

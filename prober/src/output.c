@@ -207,7 +207,7 @@ void out_ss_end(const qp_run *r)
     char b[32];
 
     for (int i = 0; i < r->n; i++)
-        cwnd += r->streams[i].ss_cwnd_bytes;
+        cwnd += ss_exit_cwnd(&r->streams[i]);
     if (!g_json) {
         fmt_bytes(b, sizeof(b), (double)cwnd);
         printf("slow-start ended at %.3f s (%s), cwnd %s\n", r->out.ss_t,
@@ -219,9 +219,11 @@ void out_ss_end(const qp_run *r)
     for (int i = 0; i < r->n; i++) {
         const qp_stream *s = &r->streams[i];
 
-        json_array_append_new(arr, json_pack("{s:i, s:f, s:s, s:I}", "id", s->id, "t", s->ss_t,
+        /* a stream still in slow-start (streams_plateau): no time, its cwnd now */
+        json_array_append_new(arr, json_pack("{s:i, s:o, s:s, s:I}", "id", s->id, "t",
+                                             j_real_or_null(s->rule != SS_RULE_NONE, s->ss_t),
                                              "rule", ss_rule_name(s->rule),
-                                             "cwnd_bytes", (json_int_t)s->ss_cwnd_bytes));
+                                             "cwnd_bytes", (json_int_t)ss_exit_cwnd(s)));
     }
     j = json_pack("{s:s, s:f, s:s, s:I, s:o}", "event", "slow_start_end", "t", r->out.ss_t,
                   "rule", ss_rule_name(r->out.ss_rule), "cwnd_bytes", (json_int_t)cwnd,

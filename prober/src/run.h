@@ -43,6 +43,13 @@ typedef struct {
     uint32_t iv_retr0;
 } qp_stream;
 
+/* A stream's cwnd where the streams left slow-start: at its own exit, or now for one still in
+ * it when their sum's plateau ended it (SS_RULE_STREAMS_PLATEAU). */
+static inline uint64_t ss_exit_cwnd(const qp_stream *s)
+{
+    return s->rule != SS_RULE_NONE ? s->ss_cwnd_bytes : s->ti.cwnd_bytes;
+}
+
 /* Data bytes this stream wrote: the sender counts after send() returns, and loopback can
  * ack a block before that, so acked bytes are a floor. */
 static inline uint64_t stream_sent(const qp_stream *s)
@@ -114,6 +121,7 @@ typedef struct {
     qp_point *ring;                 /* last 500 ms of aggregate acked bytes */
     int ring_cap, ring_len, ring_head;
     int quick_open, quick_closed;
+    ss_sum ss_sum;                  /* the streams' summed delivery (several streams) */
     qw_ss_seen ss_seen;             /* what the samples before the quick window opened
                                        witnessed (qw_ss_see) */
     qw_window qw;                   /* the converging quick window (quickwin.h) */

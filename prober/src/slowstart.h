@@ -36,9 +36,14 @@ typedef enum {
     SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
     SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh,
                                    with no cwnd reduction (recovery) under way */
-    SS_RULE_BBR_PLATEAU         /* BBR startup over: the kernel's own verdict when
+    SS_RULE_BBR_PLATEAU,        /* BBR startup over: the kernel's own verdict when
                                    bbr_pacing_gain is known, or delivery rate grew < 25 %
                                    over 3 rounds, loss recoveries or not */
+    SS_RULE_STREAMS_PLATEAU     /* several BBR streams (ss_sum_*, ss_streams_left): all but
+                                   one have left slow-start and their summed delivery grew
+                                   < 25 % over 3 rounds; the pipe is full, and the one still
+                                   in startup takes share from the others, not more from
+                                   the path */
 } ss_rule;
 
 /* Which rules the detector may use. */
@@ -78,6 +83,17 @@ typedef struct {
     long end_sample_index;
 } ss_detector;
 
+/* The streams' summed delivery, for when several streams together left slow-start; all
+ * fields private to slowstart.c. */
+typedef struct {
+    int have_round;
+    double round_t_s;
+    uint64_t round_acked_bytes;
+    double best_rate_bps;
+    int rounds_without_growth;
+    int plateau;                /* 3 rounds without growth seen: final, as BBR's full pipe */
+} ss_sum;
+
 /* Initialise a detector for one stream. */
 void ss_init(ss_detector *d, ss_algo algo, ss_cc cc);
 
@@ -85,6 +101,18 @@ void ss_init(ss_detector *d, ss_algo algo, ss_cc cc);
  * sample, or SS_RULE_NONE. Once a rule has fired, later samples return SS_RULE_NONE
  * and the detector's verdict stays as it was. */
 ss_rule ss_feed(ss_detector *d, const ss_sample *s);
+
+/* Initialise the streams' sum. */
+void ss_sum_init(ss_sum *m);
+
+/* Feed the streams' summed bytes_acked at t_s (non-decreasing) with the largest smoothed RTT
+ * among them (0 = none valid yet); returns 1 once the summed delivery rate has grown by less
+ * than 25 % for 3 rounds in a row (final, like BBR's full-pipe verdict). */
+int ss_sum_feed(ss_sum *m, double t_s, uint64_t acked_bytes, uint32_t rtt_us);
+
+/* 1 if streams streams, done of them out of slow-start, have left it together: every one
+ * has, or (sum_plateau: their summed delivery stopped growing, ss_sum_feed) all but one. */
+int ss_streams_left(int streams, int done, int sum_plateau);
 
 /* 1 if slow-start is over for this stream. */
 int ss_done(const ss_detector *d);

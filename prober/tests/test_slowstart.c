@@ -574,11 +574,79 @@ static void test_names(void)
     CHECK_STR(ss_rule_name(SS_RULE_PAPER_SMALL_CWND), "paper_small_cwnd");
     CHECK_STR(ss_rule_name(SS_RULE_SSTHRESH_SET), "ssthresh_set");
     CHECK_STR(ss_rule_name(SS_RULE_BBR_PLATEAU), "bbr_plateau");
+    CHECK_STR(ss_rule_name(SS_RULE_STREAMS_PLATEAU), "streams_plateau");
     CHECK(ss_cc_from_name("reno") == SS_CC_RENO);
     CHECK(ss_cc_from_name("cubic") == SS_CC_CUBIC);
     CHECK(ss_cc_from_name("bbr") == SS_CC_BBR);
     CHECK(ss_cc_from_name("vegas") == SS_CC_OTHER);
     CHECK(ss_cc_from_name(NULL) == SS_CC_OTHER);
+}
+
+/* The streams' sum, sampled every 10 ms on a 50 ms path (a round every fifth sample): it
+ * doubles for five rounds, then is flat. Rounds 6, 7 and 8 grow by less than 25 %: the
+ * plateau is the sample that closes round 8, i40 (t = 0.40), and it is final. */
+static void test_sum_plateau_after_doubling(void)
+{
+    ss_sum m;
+    uint64_t acked = 0;
+    long fired_at = -1;
+
+    ss_sum_init(&m);
+    for (int i = 0; i <= 60; i++) {
+        int k = (i - 1) / 5;     /* the round sample i's bytes fall in */
+
+        if (i > 0)
+            acked += k < 5 ? 200u << k : 3200u;
+        if (ss_sum_feed(&m, i * 0.01, acked, 50000) && fired_at < 0)
+            fired_at = i;
+    }
+    CHECK_EQ(fired_at, 40);
+    /* final: a sum that grows again does not undo it */
+    CHECK_EQ(ss_sum_feed(&m, 0.61, acked * 4, 50000), 1);
+}
+
+/* A sum still growing by 30 % a round never plateaus; without an RTT there are no rounds;
+ * a count that goes backwards is no delivery, not a wrapped huge rate. */
+static void test_sum_no_plateau(void)
+{
+    ss_sum m;
+    double acked = 0, per_round = 1000;
+
+    ss_sum_init(&m);
+    for (int i = 0; i <= 100; i++) {
+        if (i > 0 && i % 5 == 1)
+            per_round *= 1.3;
+        acked += per_round / 5;
+        CHECK_EQ(ss_sum_feed(&m, i * 0.01, (uint64_t)acked, 50000), 0);
+    }
+    ss_sum_init(&m);
+    for (int i = 0; i <= 100; i++)
+        CHECK_EQ(ss_sum_feed(&m, i * 0.01, 1000u * (uint64_t)i, 0), 0);
+    /* backwards is rate 0 and counts (a wrapped count would be a huge best, and the two
+     * flat rounds after it would not reach three) */
+    ss_sum_init(&m);
+    CHECK_EQ(ss_sum_feed(&m, 0.00, 5000, 50000), 0);
+    CHECK_EQ(ss_sum_feed(&m, 0.05, 100000, 50000), 0);   /* best: 15.2 Mbit/s */
+    CHECK_EQ(ss_sum_feed(&m, 0.10, 90000, 50000), 0);    /* backwards: count 1 */
+    CHECK_EQ(ss_sum_feed(&m, 0.15, 185000, 50000), 0);   /* 15.2 again: count 2 */
+    CHECK_EQ(ss_sum_feed(&m, 0.20, 280000, 50000), 1);   /* count 3 */
+}
+
+/* Several streams leave slow-start together when all have, or all but one once the sum is
+ * flat. */
+static void test_streams_left(void)
+{
+    CHECK_EQ(ss_streams_left(8, 7, 0), 0);
+    CHECK_EQ(ss_streams_left(8, 8, 0), 1);
+    CHECK_EQ(ss_streams_left(8, 7, 1), 1);
+    CHECK_EQ(ss_streams_left(8, 6, 1), 0);
+    CHECK_EQ(ss_streams_left(8, 4, 1), 0);
+    CHECK_EQ(ss_streams_left(2, 1, 1), 1);
+    CHECK_EQ(ss_streams_left(3, 2, 1), 1);
+    CHECK_EQ(ss_streams_left(3, 1, 1), 0);
+    CHECK_EQ(ss_streams_left(1, 1, 0), 1);
+    CHECK_EQ(ss_streams_left(1, 0, 1), 0);
+    CHECK_EQ(ss_streams_left(4, 0, 1), 0);
 }
 
 int main(void)
@@ -605,5 +673,8 @@ int main(void)
     test_zero_cwnd_no_decision();
     test_verdict_is_final();
     test_names();
+    test_sum_plateau_after_doubling();
+    test_sum_no_plateau();
+    test_streams_left();
     return check_done();
 }

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKPROBE = ROOT / "prober" / "build" / "quickprobe"
 EVENTS_MD = ROOT / "prober" / "EVENTS.md"
 
-RULES = {"paper_cwnd_stable", "paper_small_cwnd", "ssthresh_set", "bbr_plateau"}
+RULES = {"paper_cwnd_stable", "paper_small_cwnd", "ssthresh_set", "bbr_plateau", "streams_plateau"}
 
 
 class Proc:

@@ -355,10 +355,17 @@ def test_json_lines_follow_the_events_contract(iperf3_server):
         assert s["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in s["streams"])
     sse = run.one("slow_start_end")
     assert [x["id"] for x in sse["streams"]] == [1, 3]
-    last = max(sse["streams"], key=lambda x: x["t"])
-    assert sse["t"] == last["t"]
-    assert sse["rule"] == last["rule"]  # the rule of the last stream to leave
-    assert all(x["rule"] in qp.RULES for x in sse["streams"])
+    out = [x for x in sse["streams"] if x["t"] is not None]
+    assert all(x["rule"] in qp.RULES - {"streams_plateau"} for x in out)
+    if sse["rule"] == "streams_plateau":
+        # BBR (loopback's default here): the two streams' sum stopped growing with one out
+        # and the other still in startup
+        (still,) = [x for x in sse["streams"] if x["t"] is None]
+        assert len(out) == 1 and still["rule"] == "none" and out[0]["t"] <= sse["t"], sse
+    else:
+        last = max(out, key=lambda x: x["t"])
+        assert len(out) == 2 and sse["t"] == last["t"], sse
+        assert sse["rule"] == last["rule"]  # the rule of the last stream to leave
 
 
 @pytest.mark.parametrize("host,address", [("::1", "::1"), ("[::1]", "::1"), ("127.0.0.1", "127.0.0.1")])

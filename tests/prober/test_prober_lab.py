@@ -22,7 +22,7 @@ def lab_of(make_lab, path):  # noqa: F811
     return make_lab(**{k: getattr(path, k) for k in labctl.PathSpec.__dataclass_fields__})
 
 
-def validate(lab, path, cc, secs=4):
+def validate(lab, path, cc, secs=4, streams=1):
     argv = [
         str(qp.QUICKPROBE),
         "--json",
@@ -36,6 +36,8 @@ def validate(lab, path, cc, secs=4):
         str(secs),
         "-C",
         cc,
+        "-P",
+        str(streams),
     ]
     if path.server == "iperf2":
         argv.append("--iperf2")
@@ -87,6 +89,30 @@ def test_detector_bbr_wan_path_ends_by_bbr_plateau(make_lab):  # noqa: F811
     assert v["rule"] == "bbr_plateau", v
     # BBR's startup needs several rounds of doubling from 10 segments to reach 100 Mbit/s
     assert v["slow_start_end_s"] > 4 * path.rtt_ms / 1e3, v
+
+
+def test_detector_several_bbr_streams_end_at_their_sums_plateau(make_lab):  # noqa: F811
+    # Eight BBR streams on 10 Mbit/s x 180 ms, a one-BDP buffer: the pipe is full within a
+    # second, and a stream still in STARTUP then grows only by taking the others' share, so
+    # the last one's own plateau came 1.6-4.5 s after the seventh's, at 5.9-6.7 s, in each of
+    # four runs. The streams leave together once their sum stopped growing and all but one
+    # are out.
+    path = labctl.PathSpec(rate_mbps=10, rtt_ms=180, queue_bytes=225000)
+    lab = lab_of(make_lab, path)
+    res, events = validate(lab, path, "bbr", secs=10, streams=8)
+    v = res["validate"]
+    sse = next(e for e in events if e["event"] == "slow_start_end")
+    assert v["rule"] == sse["rule"] == "streams_plateau", sse
+    out = [x for x in sse["streams"] if x["t"] is not None]
+    still = [x for x in sse["streams"] if x["t"] is None]
+    assert len(out) == 7 and len(still) == 1, sse
+    assert all(x["rule"] in qp.RULES - {"streams_plateau"} and x["t"] <= sse["t"] for x in out), sse
+    assert still[0]["rule"] == "none" and still[0]["cwnd_bytes"] > 0, sse
+    assert sse["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in sse["streams"])
+    # at the seventh stream's exit, the sum having been flat since the pipe filled (< 1.5 s)
+    assert sse["t"] == max(x["t"] for x in out), sse
+    # the window opened there and answered by its deadline after it
+    assert v["quick_elapsed_s"] <= sse["t"] + 4.5, v
 
 
 def test_qwreplay_reproduces_a_bbr_window_after_startup_losses(make_lab, tmp_path):  # noqa: F811
