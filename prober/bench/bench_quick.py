@@ -69,6 +69,7 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwpredict.c",
     "prober/src/qwbound.c",
     "prober/src/qwbbr.c",
+    "prober/src/qwlevel.c",
     "prober/src/opts.h",
 ]
 FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"

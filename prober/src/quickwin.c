@@ -30,9 +30,10 @@
  *
  * A loss-based cc's own rules (its cycles, the queue that proves a cut leaves the link
  * full, loss-free packets) are in qwloss.c; the full run's figure predicted from the
- * window, in qwpredict.c; its interval, in qwbound.c; when it answers (the deadline and the
- * planned checks), in qwdue.c; what slow-start and BBR's gains tell it, in qwseen.c;
- * Student's t, in qwstats.c. */
+ * window, in qwpredict.c; its interval, in qwbound.c and qwbbr.c; when it answers (the
+ * deadline and the planned checks), in qwdue.c; what slow-start and BBR's gains tell it, in
+ * qwseen.c; changes of level and which are the flow's own transients, in qwlevel.c;
+ * congestion events counted and undone, in qwundo.c; Student's t, in qwstats.c. */
 #include "qwint.h"
 
 #include <math.h>
@@ -47,8 +48,6 @@
                                    8 periods of "cruise") is no gain cycle, whose cruise lasts
                                    6: tcp_bbr.c's long-term bandwidth mode, which holds for
                                    bbr_lt_bw_max_rtts = 48 */
-#define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
-                                   not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
@@ -189,21 +188,6 @@ static int make_batches(const qw_window *w, const int *ub, const int *ue, int nu
     return nb;
 }
 
-/* Share of the counted slices [from, to) that held a standing queue (QW_BUSY_QUEUE BDP
- * through the slice, read from the smallest smoothed RTT over the streams); -1 for none. */
-static double queued_share(const qw_window *w, int from, int to)
-{
-    int queued = 0, all = 0;
-
-    for (int i = from; i < to; i++) {
-        if (w->s[i].excluded)
-            continue;
-        all++;
-        queued += w->s[i].q_lo_min >= QW_BUSY_QUEUE;
-    }
-    return all > 0 ? (double)queued / all : -1;
-}
-
 /* 1 if every counted slice since measuring began kept a standing queue of QW_BUSY_QUEUE
  * BDP at its lowest, read from the smallest smoothed RTT over the streams (a stream whose
  * RTT estimate lags, in a recovery, must not prove it). Then the bottleneck never idled
@@ -222,7 +206,7 @@ static double queued_share(const qw_window *w, int from, int to)
  *   converged()). */
 int qw_link_busy(const qw_window *w)
 {
-    return queued_share(w, w->first, w->n) >= 1.0;
+    return qw_queued_share(w, w->first, w->n) >= 1.0;
 }
 
 /* Choose the basis and form the batches; returns the batch count (0 if none). On the
@@ -308,15 +292,6 @@ int qw_stretch_differs(const qw_window *w, int from, int to, const double *bytes
     return fabs(hb / hs - r) > qw_t95(nb - 1) * sqrt(var * tb / hs + var / nb);
 }
 
-/* 1 if BBR was in PROBE_BW in every counted slice of [from, to) (PROBE_RTT left out). */
-static int all_probe_bw(const qw_window *w, int from, int to)
-{
-    for (int i = from; i < to; i++)
-        if (!w->s[i].excluded && !w->s[i].probe_bw)
-            return 0;
-    return 1;
-}
-
 /* 1 if the slices since measuring began that no batch counts ([0, upto): transients
  * dropped after slow-start, the part before the first whole cycle) ran at a level the
  * batches do not (qw_stretch_differs) while the flow was taking what the path gives it:
@@ -339,7 +314,7 @@ static int head_differs(const qw_window *w, int upto, const double *bytes, const
 {
     if (upto < 2)
         return 0;
-    if (w->p.bbr ? !all_probe_bw(w, 0, w->n) : w->p.beta <= 0 || !qw_mostly_full(w, 0, upto))
+    if (w->p.bbr ? !qw_all_probe_bw(w, 0, w->n) : w->p.beta <= 0 || !qw_mostly_full(w, 0, upto))
         return 0;
     return qw_stretch_differs(w, 0, upto, bytes, secs, nb, r);
 }
@@ -394,46 +369,6 @@ static int estimate(qw_window *w, double alpha, double *half_diff, int *mid)
 int qw_bw_filter_smooth(const qw_window *w)
 {
     return QW_BBR_BW_ROUNDS * (w->slice_rtt_us / 1e6) >= w->p.sample_s;
-}
-
-/* The first counted slice at whose end BBR's bandwidth estimate was within QW_STATIONARY
- * of its latest value: where its climb ended (w->first when it did not climb). */
-static int climb_end(const qw_window *w)
-{
-    double to = (double)w->s[w->n - 1].bw_bps;
-    int k = w->first;
-
-    while (k < w->n - 1 && (1.0 + QW_STATIONARY) * (double)w->s[k].bw_bps < to)
-        k++;
-    return k;
-}
-
-/* 1 if BBR's bandwidth estimate rose by more than QW_STATIONARY from the counted part's
- * first slice to its last. BBR paces at its estimate x the gain cycle, and the estimate
- * (the largest delivery rate of the last 10 rounds) only rises when a 1.25 probe finds
- * more: a flow whose STARTUP ended below the link's rate (random loss ended it early)
- * climbs towards it a cycle or so at a time, with the rate following. A corpus path, 50
- * Mbit/s x 15 ms, 0.3 BDP buffer, 0.2 % loss: the estimate went 44.7, 47.9, 49.6, 52.1
- * Mbit/s over the first 2 s and the rate 43.7, 47.6, 48.4, 49.7; windows that ended at
- * 1.2-1.4 s read 3.4 and 4.4 % low against intervals of 1.1 and 1.5 %. The rise is
- * BBR's own transient: the window drops it, up to where the estimate reached its latest
- * level (climb_end), as it drops one the halves show.
- * Only while the estimate was not already above the counted rate: each flow's estimate is
- * the largest of its own samples, taken during its own probe, when it borrows share from
- * the others, so the sum over several flows sits above what the link delivers and moves as
- * they trade share while the total stays put (4 flows on a 10 Mbit/s x 150 ms lab path:
- * the sum rose 10.7 -> 11.9 Mbit/s over 3 s at a rate flat at 9.6). Nor where the filter
- * is shorter than the sampling period (qw_bw_filter_smooth): two reads there are no trend. */
-static int bw_rising(const qw_window *w)
-{
-    uint64_t from = w->s[w->first].bw_bps, to = w->s[w->n - 1].bw_bps;
-    double bytes = 0, secs = 0;
-
-    if (!w->p.bbr || from == 0 || w->n <= w->first || !qw_bw_filter_smooth(w) ||
-        (double)to <= (1.0 + QW_STATIONARY) * (double)from)
-        return 0;
-    qw_unit_sum(w, w->first, w->n, &bytes, &secs);
-    return secs > 0 && (double)from <= (1.0 + QW_STATIONARY) * 8.0 * bytes / secs;
 }
 
 /* Close the current slice at sample s and start the next one. */
@@ -494,12 +429,6 @@ double qw_queue_at(const qw_window *w, uint32_t srtt_us)
 double qw_queue_bdps(const qw_window *w, const qw_sample *s)
 {
     return qw_queue_at(w, s->rtt_us);
-}
-
-/* ... from the smallest smoothed RTT over the streams: the queue at its least. */
-static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
-{
-    return qw_queue_at(w, qw_srtt_lo(s));
 }
 
 /* 1 if a loss recovery at s keeps the window from starting or stopping there. A
@@ -576,103 +505,6 @@ static int try_start(qw_window *w, const qw_sample *s)
     return 1;
 }
 
-/* Keep the smallest cwnd (summed) a loss at the top of a buffer cut: it came with more than
- * a BDP in flight, so the capacity is below it over the min RTT. */
-static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
-{
-    if (cwnd_bytes && (w->top_cut_bytes == 0 || cwnd_bytes < w->top_cut_bytes))
-        w->top_cut_bytes = cwnd_bytes;
-}
-
-/* Forget the capacity bounds a queue gave (qw_window.queue_cwnd_bytes, ss_bdp_bytes) once
- * sample s, outside a recovery, shows no queue (q_lo BDP) with twice that cwnd. At a fixed
- * capacity the queue says the BDP is below cwnd W; with 2 W in flight more than a BDP
- * would queue, and the RTT would be over twice the one with no queue. So the link is not
- * the one that queue proved full: the reading was delay jitter (the smoothed RTT's floor
- * is its lowest excursion: +-3 ms on a 15 ms path read a queue of 0.25 BDP at cwnd 13 kB,
- * 5 % of the BDP, and the flow went on to 140 Mbit/s), or cross traffic that has left. */
-static void forget_refuted_queue(qw_window *w, const qw_sample *s, double q_lo)
-{
-    if (q_lo >= QW_BUSY_QUEUE || s->in_recovery)
-        return;
-    if (w->queue_cwnd_bytes && s->cwnd_bytes >= 2 * w->queue_cwnd_bytes)
-        w->queue_cwnd_bytes = 0;
-    if (w->ss_bdp_bytes && s->cwnd_bytes >= 2 * w->ss_bdp_bytes)
-        w->ss_bdp_bytes = 0;
-}
-
-/* 1 if a loss at a queue of q BDP may be random: a loss at the top of a buffer the window has
- * seen (the deepest queue, slow-start's overshoot included) is the sawtooth's own; one well
- * below it, or with no buffer seen at all, may be random (qw_loss_floor). */
-static int may_be_random(const qw_window *w, double q)
-{
-    double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
-
-    return deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest;
-}
-
-/* Count a congestion event at its first sample: entering recovery, or retransmissions
- * that came and went between two samples. A loss-based cc's retransmission outside any
- * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
- * a tail-loss probe, or RACK resending packets that were only reordered (netem's jitter
- * reorders a bulk flow, and Linux sends such a retransmission in Disorder without cutting
- * cwnd). It neither counts as an event nor ends the loss-free packets. */
-static void count_events(qw_window *w, const qw_sample *s)
-{
-    double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
-    int random, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
-                                        s->retrans, s->ssthresh_set, w->p.bbr);
-    int began = qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
-                                s->ssthresh_set, w->p.bbr);
-
-    if (q > w->max_queue)
-        w->max_queue = q;
-    if (q < w->slice_qmin)
-        w->slice_qmin = q;
-    if (q_lo < w->slice_qlo_min)
-        w->slice_qlo_min = q_lo;
-    random = may_be_random(w, q);
-    if (began)
-        qw_mark_event(w);
-    if (random)
-        w->random_stream_events += s->stream_events;
-    if (began) {
-        w->events++;
-        w->event_t = s->t_s;
-        w->cwnd_low_bytes = s->cwnd_bytes;
-        if (w->events == 1 || q < w->loss_queue)
-            w->loss_queue = q;
-        if (random)
-            w->random_events++;
-        else
-            see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
-        /* the first event can come at the window's first sample: the cycle it ends began
-         * before the window, and its peak is unknown (0), not a peak of 0 */
-        if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
-            w->peak[w->npeaks] = w->run_peak;
-            w->peak_slice[w->npeaks++] = w->n;
-        }
-        w->run_peak = 0;
-    }
-    if (s->cwnd_bytes > w->run_peak)
-        w->run_peak = s->cwnd_bytes;
-    if (s->cwnd_bytes < w->cwnd_low_bytes)
-        w->cwnd_low_bytes = s->cwnd_bytes;
-    /* a queue stands only with more than a BDP in flight, and cwnd bounds what is in
-     * flight: outside a recovery and a round (two smoothed RTTs: the RTT trails the queue)
-     * after the latest cut, cwnd only grew since the packets that built it were sent */
-    if (q_lo >= QW_BUSY_QUEUE && !s->in_recovery && s->retrans == w->prev_retrans &&
-        s->t_s - w->event_t >= 2e-6 * s->rtt_us &&
-        (w->queue_cwnd_bytes == 0 || s->cwnd_bytes < w->queue_cwnd_bytes))
-        w->queue_cwnd_bytes = s->cwnd_bytes;
-    forget_refuted_queue(w, s, q_lo);
-    if (s->in_recovery || lost)
-        w->clean_from_bytes = s->delivered_bytes;
-    qw_settle_event(w, s);
-    w->prev_recovery = s->in_recovery;
-    w->prev_retrans = s->retrans;
-}
-
 /* What keeps the window from stopping at sample s with the estimate just computed (full:
  * it had enough batches; QW_HOLD_NONE: it may stop). A change of level at a full link
  * holds it for good, so that comes first: it is the reason a window that gave up gives. */
@@ -733,171 +565,6 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 
-/* 1 if a disagreement of the halves (the second starting at slice mid) may be read as a
- * transient: on whole cycles, or with no congestion event in the second half (else the
- * halves are parts of a sawtooth cycle, and the cycles, once there are enough, decide). */
-static int transient_may_go(const qw_window *w, int mid)
-{
-    return w->est.basis == QW_BASIS_LOSS_CYCLES || w->p.bbr ||
-           w->s[w->n - 1].events == w->s[mid - 1].events;
-}
-
-/* 1 if the halves disagree (beyond the batches' scatter) while the flow was taking what
- * the path gives it throughout. Then a change of level is the path's doing (cross traffic
- * starting or stopping), not a transient of the flow's own, and it may come back at any
- * time; the window cannot know the schedule, so it does not converge.
- * - Loss-based cc: a standing queue of (1 - beta) / beta BDP in most slices of each half
- *   (qw_mostly_full): the link is full, and the flow's rate is what the link gives it,
- *   whatever its cwnd does. Most, not every: when cross traffic stops, the queue it held
- *   drains for a round or two before the flow's cwnd refills it, and that dip is the
- *   change itself (an off-matrix path, 40 % cross traffic 2 s on / 3 s off, CUBIC: the
- *   queue fell to 0.3 BDP for one slice as the flow went from 30 to 50 Mbit/s; the window
- *   dropped the 30 as a transient three times and converged on the 50, +16 %). The flow's
- *   own transients (cwnd climbing back after HyStart, a sawtooth falling from slow-start's
- *   level, an overshoot's recovery) run without a standing queue for most of one half.
- * - BBR: PROBE_BW in every counted slice (PROBE_RTT left out). Its rate there is its
- *   bandwidth estimate x the gain cycle, and the estimate (a max over 10 rounds) moves
- *   only when the path's delivery rate does: a rise or fall of several tolerances between
- *   whole gain cycles is bandwidth that other traffic freed or took (an off-matrix path with
- *   40 % on / off cross traffic went from 150 to 250 Mbit/s a second into the window, and
- *   the window, after dropping the low part as a transient, read +23 %). With only three
- *   or so batches early on their scatter cannot be estimated; the caller's magnitude test
- *   (QW_LEVEL_CHANGE) stands alone then, as whole gain cycles of a steady BBR
- *   flow agree within a fraction of one. */
-static int level_changed_at_full_link(const qw_window *w, int mid)
-{
-    if (w->p.bbr) {
-        if (!w->halves_differ && w->est.batches >= 4)
-            return 0;
-        return all_probe_bw(w, w->first, w->n);
-    }
-    if (w->p.beta <= 0 || !w->halves_differ)
-        return 0;
-    return qw_mostly_full(w, w->first, mid) && qw_mostly_full(w, mid, w->n);
-}
-
-/* Count the slices from k on, those before it as delivered before the counted part;
- * after_loss: the counted part begins right after a cwnd reduction. */
-static void count_from(qw_window *w, int k, int after_loss)
-{
-    w->est.start_bytes = w->start_delivered;
-    for (int i = 0; i < k; i++)
-        w->est.start_bytes += w->s[i].bytes;
-    w->first = k;
-    w->start_t = w->s[k].t0;
-    w->start_after_loss = after_loss;
-    w->est.excluded_s = 0;
-    for (int i = k; i < w->n; i++)
-        if (w->s[i].excluded)
-            w->est.excluded_s += w->s[i].t1 - w->s[i].t0;
-}
-
-/* Loss-based cc: 1 if the counted slices [from, to) were the flow's own climb: cwnd grew
- * across them with no congestion event, and most held no standing queue (the link not
- * full), so the rate rose with cwnd, not with what the path gave. */
-static int own_climb(const qw_window *w, int from, int to)
-{
-    double queued;
-
-    if (w->p.bbr || w->p.beta <= 0 || to - from < 2 ||
-        w->s[to - 1].events != (from > 0 ? w->s[from - 1].events : 0) ||
-        w->s[to - 1].cwnd_bytes <= w->s[from].cwnd0_bytes)
-        return 0;
-    queued = queued_share(w, from, to);
-    return queued >= 0 && queued < 0.5;
-}
-
-/* 1 if every transient the window dropped was the flow's own climb (own_climb), the rate
- * never changed level with the link full, and the climb reached the link: most of the
- * counted slices after the drops held a standing queue. A HyStart exit that jitter brought
- * early does it: CUBIC on 150 Mbit/s x 70 ms left slow-start at 313 kB of a 1.3 MB BDP and
- * climbed to the link over 2.6 s, a change of level at every check; counting the climb as
- * levels the path set read 99.9 (44.8-146.9) against 138.4, where the link's rate with the
- * climb as slow-start's reads 138.2. What was dropped is no level the rest of the run
- * returns to. A climb that a random loss cut before the link filled is the sawtooth's, which
- * the rest of the run repeats: that one stays. */
-int qw_only_own_climbs(const qw_window *w)
-{
-    return w->drops > 0 && w->climb_drops == w->drops && !w->varying &&
-           queued_share(w, w->first, w->n) > 0.5;
-}
-
-/* The two halves of the window disagree: the first half was still a transient (cwnd
- * climbing, a queue filling or draining), not steady state. Measure from the second half
- * on (it starts a batch, so on the loss-cycle basis it starts a cycle). */
-static void drop_transient(qw_window *w, int mid)
-{
-    if (mid <= w->first || mid >= w->n)
-        return;
-    w->drops++;
-    w->climb_drops += own_climb(w, w->first, mid);
-    count_from(w, mid, w->est.basis == QW_BASIS_LOSS_CYCLES);
-}
-
-/* BBR: keep the largest bandwidth estimate, and mark the long-term bandwidth mode when every
- * stream has paced at gain 1 for QW_LT_ROUNDS rounds (tcp_bbr.c, bbr_lt_bw_sampling: after
- * losses in several sampling intervals it pins its rate to the delivery rate averaged over
- * them, pacing gain 1, no gain cycle, for 48 rounds; lossy shallow buffers and cross traffic
- * trigger it as a policer does). */
-static void track_cruise(qw_window *w, const qw_sample *s)
-{
-    double round_s = fmax((w->min_rtt_us ? w->min_rtt_us : s->rtt_us) / 1e6, w->p.sample_s);
-
-    if (!w->p.bbr)
-        return;
-    if (s->bw_bps > w->bw_max_bps)
-        w->bw_max_bps = s->bw_bps;
-    if (!s->bbr_cruising) {
-        w->cruise_t = -1;
-        return;
-    }
-    if (w->cruise_t < 0)
-        w->cruise_t = s->t_s;
-    if (s->t_s - w->cruise_t >= QW_LT_ROUNDS * round_s)
-        w->lt_bw = 1;
-}
-
-/* BBR: 1 if the window's counted slices, in PROBE_BW throughout (not the long-term
- * bandwidth mode) and half a gain cycle or more long (its one probe at 1.25 or drain at
- * 0.75 then moves their mean by at most a quarter round in four, 6 %), ran a change of
- * level away from STARTUP's plateau (ss_rate). In PROBE_BW the rate is the bandwidth
- * estimate x the gain cycle, and the estimate is the delivery rate the path gives the flow,
- * as the plateau was at STARTUP's end: a rate below it is bandwidth that other traffic took
- * since (a held-out run with 40 % cross traffic 2 s on / 3 s off converged inside an on
- * phase at -25 %), one above it bandwidth that other traffic freed (the default matrix's
- * cross-traffic row converged in off phases at +6.3 to +6.9 %, held-out runs read +15 % and
- * +17 %). The rest of the run may return to that level: the window does not converge
- * (varying), and its interval spans it (qw_bound). A plateau read low (ss_rate_whole 0)
- * says nothing of a rise. */
-static int plateau_differs(const qw_window *w)
-{
-    double bytes = 0, secs = 0, rate, round_s = w->min_rtt_us / 1e6;
-
-    if (!w->p.bbr || w->ss_rate <= 0 || w->lt_bw || w->n == 0 ||
-        !all_probe_bw(w, w->first, w->n))
-        return 0;
-    qw_unit_sum(w, w->first, w->n, &bytes, &secs);
-    if (secs < QW_BBR_GAIN_CYCLE / 2 * round_s * QW_SLACK || secs <= 0)
-        return 0;
-    rate = bytes / secs;
-    if (w->ss_rate - rate > QW_LEVEL_CHANGE * rate)
-        return 1;
-    return w->ss_rate_whole && rate - w->ss_rate > QW_LEVEL_CHANGE * rate;
-}
-
-/* After a slice whose gates held the window open: mark a change of level at a full link
- * (varying), or drop what the halves show was a transient (bw_rising: BBR's climb). */
-static void follow_level(qw_window *w, int full, double half_diff, int mid)
-{
-    if (full && half_diff > QW_LEVEL_CHANGE && mid > w->first &&
-        level_changed_at_full_link(w, mid))
-        w->varying = 1;
-    else if (w->bw_rising)
-        drop_transient(w, climb_end(w));
-    else if (full && half_diff > QW_STATIONARY && mid > w->first && transient_may_go(w, mid))
-        drop_transient(w, mid);
-}
-
 /* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
 qw_state qw_feed(qw_window *w, const qw_sample *s)
 {
@@ -923,7 +590,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     }
     w->rwnd_top_bytes = s->rwnd_top_bytes;
     qw_track_backlog(w, s);
-    track_cruise(w, s);
+    qw_track_cruise(w, s);
     if (!w->started) {
         if (try_start(w, s))
             w->hold = QW_HOLD_FEW_BATCHES;
@@ -931,7 +598,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             qw_stop(w);
         return w->state;
     }
-    count_events(w, s);
+    qw_count_events(w, s);
     if (s->bbr_mode == QW_BBR_PROBE_RTT)
         w->slice_probe_rtt = 1;
     if (s->bbr_mode != QW_BBR_PROBE_BW)
@@ -942,8 +609,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         close_slice(w, s);
         full = estimate(w, qw_past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
                         &half_diff, &mid);
-        w->bw_rising = bw_rising(w);
-        if (full && !w->ss_level_differs && plateau_differs(w))
+        w->bw_rising = qw_bw_rising(w);
+        if (full && !w->ss_level_differs && qw_plateau_differs(w))
             w->varying = w->ss_level_differs = 1;
         w->hold = converged(w, s, full, half_diff);
         if (w->hold == QW_HOLD_NONE && check) {
@@ -952,7 +619,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             return w->state;
         }
         if (w->hold != QW_HOLD_NONE)
-            follow_level(w, full, half_diff, mid);
+            qw_follow_level(w, full, half_diff, mid);
     }
     /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
@@ -995,7 +662,7 @@ static void undo_drops(qw_window *w)
 {
     if (w->first == 0 || w->n == 0)
         return;
-    count_from(w, 0, w->open_after_loss);
+    qw_count_from(w, 0, w->open_after_loss);
 }
 
 /* At the deadline: count at least the shortest window (--quick-ms) back from the latest
@@ -1017,7 +684,7 @@ static void keep_shortest(qw_window *w)
     while (k > 0 && t_end - w->s[k].t0 < w->p.min_s * QW_SLACK)
         k--;
     if (k < w->first)
-        count_from(w, k, k == 0 ? w->open_after_loss : 0);
+        qw_count_from(w, k, k == 0 ? w->open_after_loss : 0);
 }
 
 /* A window that delivered nothing over the time it counted (the path or the server stopped;
@@ -1051,11 +718,11 @@ void qw_stop(qw_window *w)
     w->state = QW_GAVE_UP;
     w->end_t = w->n ? w->s[w->n - 1].t1 : w->open_t;
     /* the plateau's test needs no batches: a gain cycle's mean is the estimate's level */
-    if (!w->varying && plateau_differs(w))
+    if (!w->varying && qw_plateau_differs(w))
         w->varying = w->ss_level_differs = 1;
     if (w->varying || w->hold == QW_HOLD_HEAD ||
         (w->hold == QW_HOLD_SHORT && !qw_only_own_climbs(w)) ||
-        (w->hold == QW_HOLD_FEW_BATCHES && w->drops > 0 && w->p.bbr && all_probe_bw(w, 0, w->n)))
+        (w->hold == QW_HOLD_FEW_BATCHES && w->drops > 0 && w->p.bbr && qw_all_probe_bw(w, 0, w->n)))
         undo_drops(w);
     keep_shortest(w);
     if (w->n && estimate(w, w->due_alpha, &half_diff, &mid) == 0 && w->est.batches == 0) {

@@ -275,7 +275,7 @@ typedef struct {
     int ss_rate_whole;          /* ... measured inside those rounds alone, so not read low by
                                    the ramp before them (else it only bounds from above) */
     int ss_level_differs;       /* BBR: the window's rate and ss_rate differ by a change of
-                                   level (plateau_differs() in quickwin.c) */
+                                   level (qw_plateau_differs() in qwlevel.c) */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of
                                    QW_BUSY_QUEUE BDP over the smoothed RTT's floor was seen
                                    with, in congestion avoidance a round or more after a cut
@@ -329,7 +329,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s);
 
 /* Tell a window just opened the largest smoothed RTT (the largest over the streams) seen
  * before it opened: slow-start's overshoot filled the buffer, and the queue it showed is
- * a depth the buffer holds (see buffer_deep() in quickwin.c). */
+ * a depth the buffer holds (see buffer_deep() in qwloss.c). */
 void qw_seen_rtt(qw_window *w, uint32_t rtt_us);
 
 /* An upper bound (bytes) on the BDP from sample s, taken in slow-start before any loss,
@@ -485,7 +485,7 @@ int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode);
 int qw_ssthresh_set(uint64_t prev, uint64_t now);
 
 /* 1 if one stream began a congestion event between two samples, as the window counts one
- * (count_events in quickwin.c): it entered a loss recovery (rec: ca_state >= 2 now, prev_rec
+ * (qw_count_events in qwundo.c): it entered a loss recovery (rec: ca_state >= 2 now, prev_rec
  * before), or outside one its retransmissions grew (prev_retrans -> retrans) and its cc
  * answered (ssthresh_set, see qw_ssthresh_set; any retransmission for BBR). */
 int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,

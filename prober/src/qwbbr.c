@@ -56,7 +56,7 @@ double qw_bbr_part_cycle_low(double rounds)
  * 3.6 s window and on to 90 by 20 s; the window's levels (67.5-76.8) missed the 20 s figure
  * of 81.3. Not when the estimate sat above the rate measured as the window began (several
  * streams' estimates, each the largest of its own probes, trade share while their sum
- * moves, as quickwin.c's bw_rising has it), nor in the long-term bandwidth mode (lt_bw), nor
+ * moves, as qwlevel.c's qw_bw_rising has it), nor in the long-term bandwidth mode (lt_bw), nor
  * where the filter is shorter than the sampling period (qw_bw_filter_smooth): on loopback
  * the reads' spread set the upper end on 5 of 12 runs, up to 3.7 times the rate. */
 double qw_bbr_trend_ceiling(const qw_window *w, const qw_prediction *pr)

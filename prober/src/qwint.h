@@ -1,7 +1,9 @@
 /* qwint.h: what the quick window's modules share (quickwin.c: the window, its slices,
  * batches and verdict; qwdue.c: when it answers; qwseen.c: what slow-start and BBR's gains
- * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval;
- * qwpredict.c: the run's figure; qwstats.c: Student's t). Not for callers: they use
+ * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval, qwbbr.c
+ * BBR's terms of it; qwlevel.c: changes of level and the flow's own transients; qwundo.c:
+ * congestion events, counted and undone; qwpredict.c: the run's figure; qwstats.c:
+ * Student's t). Not for callers: they use
  * quickwin.h. */
 #ifndef QP_QWINT_H
 #define QP_QWINT_H
@@ -22,7 +24,7 @@
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
                                    changing (cross traffic), not noise: see
-                                   level_changed_at_full_link() in quickwin.c */
+                                   level_changed_at_full_link() in qwlevel.c */
 
 /* quickwin.c */
 /* Sum the counted bytes and seconds of slices [b, e). */
@@ -41,11 +43,13 @@ uint32_t qw_srtt_lo(const qw_sample *s);
  * for BBR (see qw_stream_event in quickwin.h). */
 int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
                      int ssthresh_set, int bbr);
-/* qwundo.c: keep the event state before a congestion event count_events is about to
+/* qwundo.c: keep the event state before a congestion event qw_count_events is about to
  * count (Reno, CUBIC), until its cut is known kept or undone. */
 void qw_mark_event(qw_window *w);
 /* Add s's streams' outcomes to the marked event; take it back once all undid their cut. */
 void qw_settle_event(qw_window *w, const qw_sample *s);
+/* Count a congestion event at its first sample and follow the queue it came at. */
+void qw_count_events(qw_window *w, const qw_sample *s);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us);
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
@@ -98,8 +102,25 @@ double qw_bbr_rounds_counted(const qw_window *w);
 double qw_bbr_part_cycle_low(double rounds);
 /* BBR at its deadline: the upper side if its bandwidth estimate still rose (0 if not). */
 double qw_bbr_trend_ceiling(const qw_window *w, const qw_prediction *pr);
-/* 1 if every transient the window dropped was the flow's own climb (quickwin.c). */
+
+/* qwlevel.c */
+/* Share of the counted slices [from, to) that held a standing queue; -1 for none. */
+double qw_queued_share(const qw_window *w, int from, int to);
+/* 1 if BBR was in PROBE_BW in every counted slice of [from, to) (PROBE_RTT left out). */
+int qw_all_probe_bw(const qw_window *w, int from, int to);
+/* 1 if BBR's bandwidth estimate rose over the counted part while not above its rate. */
+int qw_bw_rising(const qw_window *w);
+/* Count the slices from k on; after_loss: the counted part begins right after a cut. */
+void qw_count_from(qw_window *w, int k, int after_loss);
+/* 1 if every transient the window dropped was the flow's own climb. */
 int qw_only_own_climbs(const qw_window *w);
+/* BBR: keep the largest bandwidth estimate; mark the long-term bandwidth mode. */
+void qw_track_cruise(qw_window *w, const qw_sample *s);
+/* BBR: 1 if the counted slices ran a change of level away from STARTUP's plateau. */
+int qw_plateau_differs(const qw_window *w);
+/* After a slice whose gates held the window open: mark a change of level at a full link
+ * (varying), or drop what was a transient. */
+void qw_follow_level(qw_window *w, int full, double half_diff, int mid);
 
 /* qwloss.c */
 /* Whole sawtooth cycles of the window as [begin, end) slice pairs; returns the count. */

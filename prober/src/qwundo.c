@@ -1,4 +1,6 @@
-/* qwundo.c: congestion events whose cwnd reduction the kernel undid. Linux retransmits
+/* qwundo.c: the quick window's congestion events: counted at their first sample, judged
+ * random or at the top of the buffer (qw_count_events), and taken back when the kernel undid
+ * their cwnd reduction. Linux retransmits
  * packets that were only reordered or delayed (RACK marks a packet lost once later ones are
  * acked past its reordering window; an RTO fires on a delay spike), and when DSACKs or
  * timestamps show that every retransmission of a recovery was spurious it undoes the
@@ -10,10 +12,14 @@
  * cubic-150M-15ms-netem-jitter3-undone). BBR's verdicts are ignored (qw_mark_event). */
 #include "qwint.h"
 
+#include <math.h>
+
 #define QW_CUT_KEEP_FRAC 0.875  /* cwnd at a recovery's end below this share of the one
                                    before it: kept (beta 0.5 or 0.7, a few packets of growth
                                    since); at or above: undone (cwnd back to at least the
                                    old one, as tcp_undo_cwnd_reduction puts it) */
+#define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
+                                   not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
 
 /* Follow one stream's congestion events and judge each at its end (see quickwin.h). */
 qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes)
@@ -33,7 +39,7 @@ qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes)
 }
 
 /* Keep the window's event state as it stands before the congestion event that
- * count_events (quickwin.c) is about to count, until its streams show the cut kept or
+ * qw_count_events (below) is about to count, until its streams show the cut kept or
  * undone. BBR keeps no cut to undo: it restores cwnd after every recovery. */
 void qw_mark_event(qw_window *w)
 {
@@ -90,4 +96,108 @@ void qw_settle_event(qw_window *w, const qw_sample *s)
     if (m->undone > 0 && m->kept == 0)
         take_back(w);
     m->pending = 0;
+}
+
+/* The standing queue in BDPs at s from the smallest smoothed RTT over the streams: the
+ * queue at its least. */
+static double queue_lo_bdps(const qw_window *w, const qw_sample *s)
+{
+    return qw_queue_at(w, qw_srtt_lo(s));
+}
+
+/* Keep the smallest cwnd (summed) a loss at the top of a buffer cut: it came with more than
+ * a BDP in flight, so the capacity is below it over the min RTT. */
+static void see_top_cut(qw_window *w, uint64_t cwnd_bytes)
+{
+    if (cwnd_bytes && (w->top_cut_bytes == 0 || cwnd_bytes < w->top_cut_bytes))
+        w->top_cut_bytes = cwnd_bytes;
+}
+
+/* Forget the capacity bounds a queue gave (qw_window.queue_cwnd_bytes, ss_bdp_bytes) once
+ * sample s, outside a recovery, shows no queue (q_lo BDP) with twice that cwnd. At a fixed
+ * capacity the queue says the BDP is below cwnd W; with 2 W in flight more than a BDP
+ * would queue, and the RTT would be over twice the one with no queue. So the link is not
+ * the one that queue proved full: the reading was delay jitter (the smoothed RTT's floor
+ * is its lowest excursion: +-3 ms on a 15 ms path read a queue of 0.25 BDP at cwnd 13 kB,
+ * 5 % of the BDP, and the flow went on to 140 Mbit/s), or cross traffic that has left. */
+static void forget_refuted_queue(qw_window *w, const qw_sample *s, double q_lo)
+{
+    if (q_lo >= QW_BUSY_QUEUE || s->in_recovery)
+        return;
+    if (w->queue_cwnd_bytes && s->cwnd_bytes >= 2 * w->queue_cwnd_bytes)
+        w->queue_cwnd_bytes = 0;
+    if (w->ss_bdp_bytes && s->cwnd_bytes >= 2 * w->ss_bdp_bytes)
+        w->ss_bdp_bytes = 0;
+}
+
+/* 1 if a loss at a queue of q BDP may be random: a loss at the top of a buffer the window has
+ * seen (the deepest queue, slow-start's overshoot included) is the sawtooth's own; one well
+ * below it, or with no buffer seen at all, may be random (qw_loss_floor). */
+static int may_be_random(const qw_window *w, double q)
+{
+    double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+
+    return deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest;
+}
+
+/* Count a congestion event at its first sample: entering recovery, or retransmissions
+ * that came and went between two samples. A loss-based cc's retransmission outside any
+ * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
+ * a tail-loss probe, or RACK resending packets that were only reordered (netem's jitter
+ * reorders a bulk flow, and Linux sends such a retransmission in Disorder without cutting
+ * cwnd). It neither counts as an event nor ends the loss-free packets. */
+void qw_count_events(qw_window *w, const qw_sample *s)
+{
+    double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
+    int random, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
+                                        s->retrans, s->ssthresh_set, w->p.bbr);
+    int began = qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
+                                s->ssthresh_set, w->p.bbr);
+
+    if (q > w->max_queue)
+        w->max_queue = q;
+    if (q < w->slice_qmin)
+        w->slice_qmin = q;
+    if (q_lo < w->slice_qlo_min)
+        w->slice_qlo_min = q_lo;
+    random = may_be_random(w, q);
+    if (began)
+        qw_mark_event(w);
+    if (random)
+        w->random_stream_events += s->stream_events;
+    if (began) {
+        w->events++;
+        w->event_t = s->t_s;
+        w->cwnd_low_bytes = s->cwnd_bytes;
+        if (w->events == 1 || q < w->loss_queue)
+            w->loss_queue = q;
+        if (random)
+            w->random_events++;
+        else
+            see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
+        /* the first event can come at the window's first sample: the cycle it ends began
+         * before the window, and its peak is unknown (0), not a peak of 0 */
+        if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
+            w->peak[w->npeaks] = w->run_peak;
+            w->peak_slice[w->npeaks++] = w->n;
+        }
+        w->run_peak = 0;
+    }
+    if (s->cwnd_bytes > w->run_peak)
+        w->run_peak = s->cwnd_bytes;
+    if (s->cwnd_bytes < w->cwnd_low_bytes)
+        w->cwnd_low_bytes = s->cwnd_bytes;
+    /* a queue stands only with more than a BDP in flight, and cwnd bounds what is in
+     * flight: outside a recovery and a round (two smoothed RTTs: the RTT trails the queue)
+     * after the latest cut, cwnd only grew since the packets that built it were sent */
+    if (q_lo >= QW_BUSY_QUEUE && !s->in_recovery && s->retrans == w->prev_retrans &&
+        s->t_s - w->event_t >= 2e-6 * s->rtt_us &&
+        (w->queue_cwnd_bytes == 0 || s->cwnd_bytes < w->queue_cwnd_bytes))
+        w->queue_cwnd_bytes = s->cwnd_bytes;
+    forget_refuted_queue(w, s, q_lo);
+    if (s->in_recovery || lost)
+        w->clean_from_bytes = s->delivered_bytes;
+    qw_settle_event(w, s);
+    w->prev_recovery = s->in_recovery;
+    w->prev_retrans = s->retrans;
 }

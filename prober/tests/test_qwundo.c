@@ -1,5 +1,5 @@
 /* test_qwundo.c: congestion events whose cut the kernel undid, and queue readings that a
- * larger cwnd with no queue refutes (src/qwundo.c, count_events in src/quickwin.c). */
+ * larger cwnd with no queue refutes (src/qwundo.c, qw_count_events). */
 #include "check.h"
 #include "quickwin.h"
 
