@@ -96,23 +96,31 @@ def test_detector_several_bbr_streams_end_at_their_sums_plateau(make_lab):  # no
     # second, and a stream still in STARTUP then grows only by taking the others' share, so
     # the last one's own plateau came 1.6-4.5 s after the seventh's, at 5.9-6.7 s, in each of
     # four runs. The streams leave together once their sum stopped growing and all but one
-    # are out.
+    # are out. A straggler is likely, not certain (at least 55 of 56 runs here had one): up to three
+    # runs, each checked for what its rule says, and one of them must show it.
     path = labctl.PathSpec(rate_mbps=10, rtt_ms=180, queue_bytes=225000)
     lab = lab_of(make_lab, path)
-    res, events = validate(lab, path, "bbr", secs=10, streams=8)
-    v = res["validate"]
-    sse = next(e for e in events if e["event"] == "slow_start_end")
-    assert v["rule"] == sse["rule"] == "streams_plateau", sse
-    out = [x for x in sse["streams"] if x["t"] is not None]
-    still = [x for x in sse["streams"] if x["t"] is None]
-    assert len(out) == 7 and len(still) == 1, sse
-    assert all(x["rule"] in qp.RULES - {"streams_plateau"} and x["t"] <= sse["t"] for x in out), sse
-    assert still[0]["rule"] == "none" and still[0]["cwnd_bytes"] > 0, sse
-    assert sse["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in sse["streams"])
-    # at the seventh stream's exit, the sum having been flat since the pipe filled (< 1.5 s)
-    assert sse["t"] == max(x["t"] for x in out), sse
-    # the window opened there and answered by its deadline after it
-    assert v["quick_elapsed_s"] <= sse["t"] + 4.5, v
+    seen = []
+    for _ in range(3):
+        res, events = validate(lab, path, "bbr", secs=10, streams=8)
+        v = res["validate"]
+        sse = next(e for e in events if e["event"] == "slow_start_end")
+        assert v["rule"] == sse["rule"], sse
+        seen.append(sse["rule"])
+        out = [x for x in sse["streams"] if x["t"] is not None]
+        assert all(x["rule"] in qp.RULES - {"streams_plateau"} and x["t"] <= sse["t"] for x in out), sse
+        assert sse["cwnd_bytes"] == sum(x["cwnd_bytes"] for x in sse["streams"])
+        # the window opened there and answered by its deadline after it
+        assert v["quick_elapsed_s"] <= sse["t"] + 4.5, v
+        if sse["rule"] != "streams_plateau":
+            assert len(out) == 8 and sse["t"] == max(x["t"] for x in out), sse
+            continue
+        (still,) = [x for x in sse["streams"] if x["t"] is None]
+        assert len(out) == 7 and still["rule"] == "none" and still["cwnd_bytes"] > 0, sse
+        # at the seventh stream's exit, the sum having been flat since the pipe filled
+        assert sse["t"] == max(x["t"] for x in out), sse
+        break
+    assert seen[-1] == "streams_plateau", seen
 
 
 def test_qwreplay_reproduces_a_bbr_window_after_startup_losses(make_lab, tmp_path):  # noqa: F811
