@@ -42,12 +42,6 @@
 #define QW_MIN_CYCLE_BATCHES 3  /* whole cycles needed before their batches are used */
 #define QW_MIN_TIME_BATCHES 5   /* time batches needed (t with 4 dof: 2.78) */
 #define QW_SLICES_PER_TIME_BATCH 2
-#define QW_LT_ROUNDS 16         /* PROBE_BW at pacing gain 1 this many rounds (of the min RTT,
-                                   or of the sampling period if longer: a phase shorter than a
-                                   sample can fall between two; at 10 ms such gaps read up to
-                                   8 periods of "cruise") is no gain cycle, whose cruise lasts
-                                   6: tcp_bbr.c's long-term bandwidth mode, which holds for
-                                   bbr_lt_bw_max_rtts = 48 */
 
 /* Open the window at the end of slow-start (t_s, cwnd there, whether a loss ended it). */
 void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_bytes,
