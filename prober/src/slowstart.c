@@ -161,6 +161,20 @@ static ss_rule ss_bbr_kernel_test(const ss_sample *s)
     return s->bbr_pacing_gain < 2u * 256u ? SS_RULE_BBR_PLATEAU : SS_RULE_NONE;
 }
 
+/* One round of BBR's full-pipe test (tcp_bbr.c, bbr_check_full_bw_reached): a rate 25 % over
+ * the best so far becomes the best and restarts the count, any other round adds to it if it
+ * counts; 1 once SS_BBR_ROUNDS rounds in a row did not grow. Shared by one stream's test and
+ * the streams' sum's. */
+static int round_without_growth(double *best, int *rounds, double rate, int counts)
+{
+    if (rate >= SS_BBR_GROWTH * *best) {
+        *best = rate;
+        *rounds = 0;
+        return 0;
+    }
+    return counts && ++*rounds >= SS_BBR_ROUNDS;
+}
+
 /* BBR's full-bandwidth test, one round per RTT of sample time: the kernel's own verdict
  * when TCP_CC_INFO gives it, and in any case a delivery rate that stopped growing by 25 %
  * for three rounds (the kernel's own test, which it may not apply: it skips rounds whose
@@ -168,6 +182,8 @@ static ss_rule ss_bbr_kernel_test(const ss_sample *s)
 static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
 {
     uint64_t rate;
+    int full;
+
     if (d->cc != SS_CC_BBR)
         return SS_RULE_NONE;
     if (s->bbr_pacing_gain != 0 && ss_bbr_kernel_test(s) != SS_RULE_NONE)
@@ -187,17 +203,12 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
     rate = d->round_max_rate_bps;
     d->round_t_s = s->t_s;
     d->round_max_rate_bps = 0;
-    if ((double)rate >= SS_BBR_GROWTH * (double)d->best_rate_bps) {
-        d->best_rate_bps = rate;
-        d->rounds_without_growth = 0;
-    } else if (d->round_unlimited && ++d->rounds_without_growth >= SS_BBR_ROUNDS) {
-        /* as in the kernel, a round that was application-limited throughout says
-         * nothing about the path and does not count */
-        d->round_unlimited = 0;
-        return SS_RULE_BBR_PLATEAU;
-    }
+    /* as in the kernel, a round that was application-limited throughout says nothing about
+     * the path and does not count */
+    full = round_without_growth(&d->best_rate_bps, &d->rounds_without_growth, (double)rate,
+                                d->round_unlimited);
     d->round_unlimited = 0;
-    return SS_RULE_NONE;
+    return full ? SS_RULE_BBR_PLATEAU : SS_RULE_NONE;
 }
 
 /* Feed the next sample; returns the rule that fired on it, or SS_RULE_NONE. */
@@ -256,12 +267,7 @@ int ss_sum_feed(ss_sum *m, double t_s, uint64_t acked_bytes, uint32_t rtt_us)
                ? (double)(acked_bytes - m->round_acked_bytes) * 8.0 / (t_s - m->round_t_s) : 0.0;
     m->round_t_s = t_s;
     m->round_acked_bytes = acked_bytes;
-    if (rate >= SS_BBR_GROWTH * m->best_rate_bps) {
-        m->best_rate_bps = rate;
-        m->rounds_without_growth = 0;
-        return 0;
-    }
-    m->plateau = ++m->rounds_without_growth >= SS_BBR_ROUNDS;
+    m->plateau = round_without_growth(&m->best_rate_bps, &m->rounds_without_growth, rate, 1);
     return m->plateau;
 }
 

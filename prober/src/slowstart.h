@@ -74,7 +74,7 @@ typedef struct {
     double round_t_s;
     uint64_t round_max_rate_bps;
     int round_unlimited;        /* some sample of this round was not app-limited */
-    uint64_t best_rate_bps;
+    double best_rate_bps;
     int rounds_without_growth;
     uint64_t prev_cwnd_bytes;   /* cwnd and retransmission count of the previous sample */
     uint32_t prev_total_retrans;
