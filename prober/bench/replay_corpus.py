@@ -6,6 +6,7 @@
     replay_corpus.py collect --seed 33 --paths 24 --mtu 1500 --policer --out test-artifacts/police
     replay_corpus.py collect --seed 35 --paths 24 --mtu 1500 --jitter-order netem --out test-artifacts/reorder
     replay_corpus.py collect --seed 89 --paths 16 --server-rmem 6291456 --out test-artifacts/stock
+    replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
@@ -62,6 +63,8 @@ def draw_row(
     aqm: str = "none",
     policer: bool = False,
     jitter_order: str = "fifo",
+    cc_only: str | None = None,
+    streams_from: tuple[int, ...] = (),
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -73,7 +76,10 @@ def draw_row(
     policer is the kernel's tbf with a bucket of POLICER_BURST_MS at the rate and a queue of
     two packets: what exceeds the bucket is dropped, nothing waits. With jitter_order netem
     every path has jitter (the draw's, or uniform +-2 ms where it drew none: netem's default
-    distribution) and each packet keeps its own draw, reordering a bulk flow as netem does."""
+    distribution) and each packet keeps its own draw, reordering a bulk flow as netem does.
+    cc_only replaces the drawn congestion control; streams_from, when given, draws the number
+    of streams from it after the path (as asked, even where each stream's window is tiny): one
+    more draw a path, so a seed's paths after the first are not those it draws without."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -85,6 +91,9 @@ def draw_row(
     streams = rng.choice([1, 1, 2, 4, 8])
     if rate * rtt / 8e3 / streams < 0.02:
         streams = 1
+    if streams_from:
+        streams = rng.choice(streams_from)
+    cc = cc_only or cc
     if bottleneck != "delayline":
         cross = None
     if aqm != "none":
@@ -137,7 +146,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order)
+        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             if a.server_rmem:
@@ -285,6 +294,17 @@ def calibrate(a) -> int:
     return 0
 
 
+def _stream_counts(text: str) -> tuple[int, ...]:
+    """--streams: comma-separated stream counts, each 1 to 128 (the prober's -P)."""
+    try:
+        counts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or not all(1 <= n <= 128 for n in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: give stream counts from 1 to 128, comma-separated, e.g. 2,4,8")
+    return counts
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -323,6 +343,13 @@ def main(argv=None) -> int:
         choices=labctl.JITTER_ORDERS,
         default="fifo",
         help="netem: jitter on every path, each packet its own draw (reordering, as netem does)",
+    )
+    c.add_argument("--cc", choices=["reno", "cubic", "bbr"], help="every path with this congestion control")
+    c.add_argument(
+        "--streams",
+        type=_stream_counts,
+        default=(),
+        help="draw each path's streams from these counts, e.g. 2,4,8 (default: the draw's 1, 1, 2, 4, 8)",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

@@ -5,6 +5,7 @@ answer each run gave."""
 
 import gzip
 import json
+import random
 import sys
 
 import pytest
@@ -98,3 +99,29 @@ def test_calibrate_scores_the_kept_runs_by_class(capsys):
     missed = sum(r["bound_by"] == "statistics" and r["covered"] != "1" for r in replayed)
     line = next(x for x in out.splitlines() if x.startswith("statistics "))
     assert line.split()[1:3] == [str(n), str(missed)]
+
+
+def _draw(seed, n, **kw):
+    rng = random.Random(seed)
+    return [replay_corpus.draw_row(rng, 1500, "delayline", "codel", False, "fifo", **kw) for _ in range(n)]
+
+
+def test_draw_row_with_cc_and_streams_draws_the_recorded_rows():
+    asked = _draw(201, 6, cc_only="bbr", streams_from=(2, 4, 8))
+    assert _draw(201, 1)[0].path == asked[0].path  # the first path is drawn before any streams
+    # the held-out draw of report-corpus.md, "Several BBR streams through CoDel and a policer"
+    assert [r.id for r in asked] == [
+        "r5-130ms-q4-l5e-05-m1500-codel-bbr-P8",
+        "r50-60ms-q4-l0.0003-jn3-m1500-codel-bbr-P4",
+        "r5-90ms-q4-m1500-codel-bbr-P2",
+        "r150-30ms-q4-l0.002-ju1-x0.4-m1500-codel-bbr-P2",
+        "r100-90ms-q4-l0.0003-m1500-codel-bbr-P4",
+        "r150-30ms-q4-l5e-05-m1500-codel-bbr-P8",
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "2,x", "0", "2,129"])
+def test_collect_streams_option_rejects_bad_counts(text, capsys):
+    with pytest.raises(SystemExit):
+        replay_corpus.main(["collect", "--streams", text])
+    assert "give stream counts from 1 to 128, comma-separated" in capsys.readouterr().err
