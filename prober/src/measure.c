@@ -138,7 +138,6 @@ static void sample_stream(qp_stream *s, double t, int bbr)
                       .delivery_rate_bps = s->ti.delivery_rate_bps,
                       .bytes_acked = s->acked, .total_retrans = s->ti.total_retrans,
                       .bbr_pacing_gain = s->ti.bbr_pacing_gain,
-                      .rate_app_limited = s->ti.delivery_rate_app_limited,
                       .ca_state = s->ti.ca_state };
     rule = ss_feed(&s->det, &ss);
     if (rule == SS_RULE_NONE)

@@ -162,23 +162,29 @@ static ss_rule ss_bbr_kernel_test(const ss_sample *s)
 }
 
 /* One round of BBR's full-pipe test (tcp_bbr.c, bbr_check_full_bw_reached): a rate 25 % over
- * the best so far becomes the best and restarts the count, any other round adds to it if it
- * counts; 1 once SS_BBR_ROUNDS rounds in a row did not grow. Shared by one stream's test and
+ * the best so far becomes the best and restarts the count, any other round adds to it; 1
+ * once SS_BBR_ROUNDS rounds in a row did not grow. Shared by one stream's test and
  * the streams' sum's. */
-static int round_without_growth(double *best, int *rounds, double rate, int counts)
+static int round_without_growth(double *best, int *rounds, double rate)
 {
     if (rate >= SS_BBR_GROWTH * *best) {
         *best = rate;
         *rounds = 0;
         return 0;
     }
-    return counts && ++*rounds >= SS_BBR_ROUNDS;
+    return ++*rounds >= SS_BBR_ROUNDS;
 }
 
 /* BBR's full-bandwidth test, one round per RTT of sample time: the kernel's own verdict
  * when TCP_CC_INFO gives it, and in any case a delivery rate that stopped growing by 25 %
- * for three rounds (the kernel's own test, which it may not apply: it skips rounds whose
- * rate samples are application-limited, and a flat rate is the plateau either way). */
+ * for three rounds, application-limited or not. The kernel skips rounds whose rate samples
+ * are app-limited: for an application with less to send they understate the path. A bulk
+ * sender is app-limited only when its socket buffer holds no unsent packet, every byte it
+ * may queue in flight: tcp_wmem's top (4 MB on a stock host), or -w. That limit holds for
+ * the whole run, so a flat rate under it is the run's plateau; the kernel, skipping those
+ * rounds, can stay in STARTUP until PROBE_RTT at 10 s: 400 Mbit/s x 200 ms with a 2-BDP
+ * buffer and a 32 MB tcp_wmem ran at the link's rate from 2.4 s and left STARTUP at 10 s,
+ * and so did 100 Mbit/s x 200 ms with a stock 4 MB one. */
 static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
 {
     uint64_t rate;
@@ -197,17 +203,12 @@ static ss_rule ss_bbr_test(ss_detector *d, const ss_sample *s)
      * application-limited dip, so a round is judged by its best sample. */
     if (s->delivery_rate_bps > d->round_max_rate_bps)
         d->round_max_rate_bps = s->delivery_rate_bps;
-    d->round_unlimited |= !s->rate_app_limited;
     if (d->best_rate_bps != 0 && s->t_s - d->round_t_s < SS_POLL_SLACK * s->rtt_us / 1e6)
         return SS_RULE_NONE;
     rate = d->round_max_rate_bps;
     d->round_t_s = s->t_s;
     d->round_max_rate_bps = 0;
-    /* as in the kernel, a round that was application-limited throughout says nothing about
-     * the path and does not count */
-    full = round_without_growth(&d->best_rate_bps, &d->rounds_without_growth, (double)rate,
-                                d->round_unlimited);
-    d->round_unlimited = 0;
+    full = round_without_growth(&d->best_rate_bps, &d->rounds_without_growth, (double)rate);
     return full ? SS_RULE_BBR_PLATEAU : SS_RULE_NONE;
 }
 
@@ -267,7 +268,7 @@ int ss_sum_feed(ss_sum *m, double t_s, uint64_t acked_bytes, uint32_t rtt_us)
                ? (double)(acked_bytes - m->round_acked_bytes) * 8.0 / (t_s - m->round_t_s) : 0.0;
     m->round_t_s = t_s;
     m->round_acked_bytes = acked_bytes;
-    m->plateau = round_without_growth(&m->best_rate_bps, &m->rounds_without_growth, rate, 1);
+    m->plateau = round_without_growth(&m->best_rate_bps, &m->rounds_without_growth, rate);
     return m->plateau;
 }
 

@@ -24,7 +24,6 @@ typedef struct {
     /* Optional (0 = unknown; added after the first version, so older callers that
      * initialise by field name keep working unchanged): */
     uint32_t bbr_pacing_gain;   /* TCP_CC_INFO tcp_bbr_info.bbr_pacing_gain (x256) */
-    int rate_app_limited;       /* tcpi_delivery_rate_app_limited */
     uint32_t ca_state;          /* tcpi_ca_state: 0 Open (or unknown), 1 Disorder, 2 CWR,
                                    3 Recovery, 4 Loss */
 } ss_sample;
@@ -73,7 +72,6 @@ typedef struct {
     /* bbr rule: per round (one RTT of sample time) the highest rate seen in it */
     double round_t_s;
     uint64_t round_max_rate_bps;
-    int round_unlimited;        /* some sample of this round was not app-limited */
     double best_rate_bps;
     int rounds_without_growth;
     uint64_t prev_cwnd_bytes;   /* cwnd and retransmission count of the previous sample */

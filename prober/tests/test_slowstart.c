@@ -326,18 +326,6 @@ static void test_bbr_plateau_with_a_recovery_every_round(void)
     expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, k, z.s[k].t_s, __LINE__);
 }
 
-/* Rounds that were application-limited throughout do not count (as in the kernel): a flat
- * 10 Mbit/s that is app-limited on i1..i5 counts from i6: fires at i8, not at i3. */
-static void test_bbr_app_limited_rounds_do_not_count(void)
-{
-    series z = {.n = 0};
-    for (int i = 0; i < 12; i++) {
-        push(&z, 0.01 * (i + 1), 100, 0, 10000, 10);
-        z.s[i].rate_app_limited = i >= 1 && i <= 5;
-    }
-    expect_fire(&z, SS_ALGO_AUTO, SS_CC_BBR, SS_RULE_BBR_PLATEAU, 8, 0.09, __LINE__);
-}
-
 /* Flat 100 MSS from the start, samples every 5 ms, RTT 10 ms -> polls every 20 ms.
  * The RTT triples at the second poll (i7): that comparison is void, the next one counts. */
 static void test_rtt_jump_suppresses_decision(void)
@@ -664,7 +652,6 @@ int main(void)
     test_bbr_kernel_pacing_gain_decides();
     test_bbr_verdict_does_not_wait_for_recovery();
     test_bbr_plateau_with_a_recovery_every_round();
-    test_bbr_app_limited_rounds_do_not_count();
     test_rtt_jump_suppresses_decision();
     test_rtt_not_yet_valid();
     test_idle_stream_flat_cwnd();

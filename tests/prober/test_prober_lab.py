@@ -91,6 +91,25 @@ def test_detector_bbr_wan_path_ends_by_bbr_plateau(make_lab):  # noqa: F811
     assert v["slow_start_end_s"] > 4 * path.rtt_ms / 1e3, v
 
 
+def test_detector_bbr_ends_at_a_flat_rate_its_send_buffer_holds(make_lab):  # noqa: F811
+    # The prober host's stock tcp_wmem (4 MB top) holds the flight of 100 Mbit/s x 200 ms
+    # with nothing unsent, so the kernel marks every rate sample app-limited, skips those
+    # rounds in its full-pipe test and stays in STARTUP until PROBE_RTT at 10 s. The
+    # sender's limit holds for the whole run: the detector counts the rounds and ends
+    # slow-start at the flat rate (2.3-2.4 s in four runs; at 10.0 s when it skipped them).
+    path = labctl.PathSpec(rate_mbps=100, rtt_ms=200, queue_bytes=2500000)
+    lab = lab_of(make_lab, path)
+    done = lab.run(["sysctl", "-q", "-w", "net.ipv4.tcp_wmem=4096 16384 4194304"], where="near", timeout=10)
+    assert done.returncode == 0
+    res, events = validate(lab, path, "bbr", secs=8)
+    v = res["validate"]
+    assert v["rule"] == "bbr_plateau" and v["slow_start_end_s"] < 4, v
+    # the verdict is the detector's, not the kernel's: a second later BBR is still in STARTUP
+    later = [e for e in events if e["event"] == "sample" and e["t"] >= v["slow_start_end_s"] + 1]
+    assert later and later[0]["streams"][0]["bbr"]["mode"] == "startup", later[:1]
+    assert v["quick_answered"] and v["quick_elapsed_s"] <= v["slow_start_end_s"] + 4.5, v
+
+
 def test_detector_several_bbr_streams_end_at_their_sums_plateau(make_lab):  # noqa: F811
     # Eight BBR streams on 10 Mbit/s x 180 ms, a one-BDP buffer: the pipe is full within a
     # second, and a stream still in STARTUP then grows only by taking the others' share, so
