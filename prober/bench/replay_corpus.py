@@ -344,7 +344,7 @@ def main(argv=None) -> int:
         default="fifo",
         help="netem: jitter on every path, each packet its own draw (reordering, as netem does)",
     )
-    c.add_argument("--cc", choices=["reno", "cubic", "bbr"], help="every path with this congestion control")
+    c.add_argument("--cc", choices=bq.CCS, help="every path with this congestion control")
     c.add_argument(
         "--streams",
         type=_stream_counts,

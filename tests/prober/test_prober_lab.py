@@ -96,7 +96,7 @@ def test_detector_bbr_ends_at_a_flat_rate_its_send_buffer_holds(make_lab):  # no
     # with nothing unsent, so the kernel marks every rate sample app-limited, skips those
     # rounds in its full-pipe test and stays in STARTUP until PROBE_RTT at 10 s. The
     # sender's limit holds for the whole run: the detector counts the rounds and ends
-    # slow-start at the flat rate (2.3-2.4 s in four runs; at 10.0 s when it skipped them).
+    # slow-start at the flat rate (2.3 s in two runs; at 10.0 s when it skipped them).
     path = labctl.PathSpec(rate_mbps=100, rtt_ms=200, queue_bytes=2500000)
     lab = lab_of(make_lab, path)
     done = lab.run(["sysctl", "-q", "-w", "net.ipv4.tcp_wmem=4096 16384 4194304"], where="near", timeout=10)
