@@ -72,6 +72,12 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwlevel.c",
     "prober/src/opts.h",
 ]
+# The sources that decide where a recorded run's slow-start ends: `qwreplay -S` finds the
+# recorded end again exactly while their fingerprint is the one the runs were recorded with.
+DETECTOR_SOURCES = [
+    "prober/src/slowstart.c",
+    "prober/src/slowstart.h",
+]
 FULL_RUNS_DIR = ROOT / "test-artifacts" / "bench-quick-full"
 NOTES = ROOT / ".coord" / "detector-notes.md"
 CCS = ("reno", "cubic", "bbr")
@@ -270,12 +276,22 @@ def measure_row(row: Row, seconds: int, runs: int, runs_dir: Path) -> dict:
     return out
 
 
-def estimator_fingerprint() -> str:
-    """Short hash of the sources that decide a quick answer (ESTIMATOR_SOURCES)."""
+def fingerprint(sources) -> str:
+    """Short hash of the named sources."""
     h = hashlib.sha256()
-    for name in ESTIMATOR_SOURCES:
+    for name in sources:
         h.update((ROOT / name).read_bytes())
     return h.hexdigest()[:12]
+
+
+def estimator_fingerprint() -> str:
+    """Short hash of the sources that decide a quick answer (ESTIMATOR_SOURCES)."""
+    return fingerprint(ESTIMATOR_SOURCES)
+
+
+def detector_fingerprint() -> str:
+    """Short hash of the slow-start detector's sources (DETECTOR_SOURCES)."""
+    return fingerprint(DETECTOR_SOURCES)
 
 
 def keep_runs(runs_dir: Path, kept: Path, meta: dict) -> int:
@@ -289,7 +305,7 @@ def keep_runs(runs_dir: Path, kept: Path, meta: dict) -> int:
         # mtime 0: the same run gzips to the same bytes
         with open(f, "rb") as src, gzip.GzipFile(kept / (f.name + ".gz"), "wb", mtime=0) as dst:
             dst.write(src.read())
-    manifest = {**meta, "estimator": estimator_fingerprint(), "runs": len(files)}
+    manifest = {**meta, "estimator": estimator_fingerprint(), "detector": detector_fingerprint(), "runs": len(files)}
     (kept / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return len(files)
 

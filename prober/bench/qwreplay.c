@@ -8,18 +8,22 @@
  * largest smoothed RTT of the samples before, and fed each later sample, exactly as
  * measure.c does (window_sample, check_ss_end).
  *
- * Usage: qwreplay [-v] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...
+ * Usage: qwreplay [-v] [-S] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...
  * One tab-separated line per run (header first): the answer quick mode would have given,
  * its interval and whether that held the run's own -t figure, what kept a window that did
  * not converge open, and how many congestion events it took back because the kernel undid
  * their cut (src/qwundo.c). The estimator's settings are the run's own (its start event), or:
  * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
- * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -v also prints, on
+ * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -S opens the window where
+ * this build's slow-start detector (src/slowstart.c) ends slow-start on the recorded samples,
+ * fed as measure.c feeds it (sample_stream, check_ss_end), instead of at the recorded event:
+ * a detector change is judged on recorded runs as an estimator change is. -v also prints, on
  * stderr, each slice the window closes: the estimate then, what held it open, and the answer
  * and interval it would give if its deadline fell there; the lines of its planned checks
  * (where it may stop: qwdue.c's qw_plan_checks) begin with C. */
 #include "opts.h"
 #include "quickwin.h"
+#include "slowstart.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -46,6 +50,14 @@ typedef struct {
                                measure.c keeps it */
     double ss_t, truth_bps, prober_quick_bps;
     int prober_converged;
+    /* -S: each stream's detector and verdict, and the streams' sum (measure.c's qp_stream
+     * det / rule / ss_cwnd_bytes and qp_run ss_sum) */
+    ss_detector det[QP_MAX_STREAMS];
+    ss_rule rule[QP_MAX_STREAMS];
+    double rule_t[QP_MAX_STREAMS];
+    uint64_t rule_cwnd[QP_MAX_STREAMS], cwnd_now[QP_MAX_STREAMS];
+    ss_sum sum;
+    ss_rule ss_rule_seen;   /* the rule that ended slow-start in the replay (-S) */
     int verbose;            /* -v: trace every slice on stderr */
     int until_converged;    /* the run's --until-converged, or -u */
 } replay;
@@ -54,9 +66,10 @@ typedef struct {
 typedef struct {
     double tolerance_pct, min_ms, max_ms, deadline_rtts;
     int until_converged;
+    int redetect;   /* -S: slow-start's end from this build's detector */
 } settings;
 
-static settings g_set = { -1, -1, -1, QP_DEADLINE_RTTS, 0 };
+static settings g_set = { -1, -1, -1, QP_DEADLINE_RTTS, 0, 0 };
 
 /* A number field of o, 0 when absent or null. */
 static double num(const json_t *o, const char *key)
@@ -177,21 +190,90 @@ static void feed(replay *r)
     fputc('\n', stderr);
 }
 
-/* Open the window at the slow_start_end event ev (measure.c's check_ss_end). */
-static void open_window(replay *r, const json_t *ev)
+/* Open the window on the latest sample, slow-start having ended at ss_t with the streams'
+ * summed cwnd exit_cwnd there (measure.c's check_ss_end). */
+static void open_window(replay *r, double ss_t, uint64_t exit_cwnd)
 {
-    json_t *streams = json_object_get(ev, "streams"), *st;
-    uint64_t exit_cwnd = 0;
-    size_t i;
-
-    r->ss_t = num(ev, "t");
-    json_array_foreach(streams, i, st)
-        exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
+    r->ss_t = ss_t;
     r->p.base_rtt_s = r->last.min_rtt_us / 1e6;
     qw_open(&r->w, &r->p, r->last.t_s, exit_cwnd, r->last_retrans > 0);
     qw_seen(&r->w, &r->ss_seen);
     r->open = 1;
     feed(r);
+}
+
+/* Open the window at the slow_start_end event ev. */
+static void open_at_event(replay *r, const json_t *ev)
+{
+    json_t *streams = json_object_get(ev, "streams"), *st;
+    uint64_t exit_cwnd = 0;
+    size_t i;
+
+    json_array_foreach(streams, i, st)
+        exit_cwnd += (uint64_t)num(st, "cwnd_bytes");
+    open_window(r, num(ev, "t"), exit_cwnd);
+}
+
+/* -S: feed one sample event's streams to their own detectors as measure.c's sample_stream
+ * does (bytes_acked after the preamble, as recorded; a stream is fed until its rule fires). */
+static void detect_streams(replay *r, const json_t *ev)
+{
+    json_t *streams = json_object_get(ev, "streams"), *st;
+    double t = num(ev, "t");
+    size_t i;
+
+    json_array_foreach(streams, i, st) {
+        json_t *bbr = json_object_get(st, "bbr");
+        ss_sample ss;
+
+        if (i >= QP_MAX_STREAMS)
+            break;
+        r->cwnd_now[i] = (uint64_t)num(st, "cwnd_bytes");
+        if (r->rule[i] != SS_RULE_NONE)
+            continue;
+        ss = (ss_sample){ .t_s = t, .cwnd_bytes = r->cwnd_now[i],
+                          .ssthresh_bytes = (uint64_t)num(st, "ssthresh_bytes"),
+                          .rtt_us = (uint32_t)num(st, "rtt_us"),
+                          .rttvar_us = (uint32_t)num(st, "rttvar_us"),
+                          .mss_bytes = (uint32_t)num(st, "mss_bytes"),
+                          .delivery_rate_bps = (uint64_t)num(st, "delivery_rate_bps"),
+                          .bytes_acked = (uint64_t)num(st, "bytes_acked"),
+                          .total_retrans = (uint32_t)num(st, "total_retrans"),
+                          .bbr_pacing_gain = (uint32_t)lround(num(bbr, "pacing_gain") * 256),
+                          .ca_state = (uint32_t)num(st, "ca_state") };
+        r->rule[i] = ss_feed(&r->det[i], &ss);
+        r->rule_t[i] = t;
+        r->rule_cwnd[i] = r->cwnd_now[i];
+    }
+}
+
+/* -S: after the detectors saw sample event ev, open the window if the streams have left
+ * slow-start together (measure.c's check_ss_end and streams_left_ss: every one has, or
+ * several BBR streams' summed delivery stopped growing with all but one out). */
+static void redetect(replay *r, const json_t *ev)
+{
+    int n = (int)json_array_size(json_object_get(ev, "streams")), done = 0, last = -1, plateau;
+    double t = num(ev, "t");
+    uint64_t exit_cwnd = 0;
+
+    detect_streams(r, ev);
+    if (n > QP_MAX_STREAMS)
+        n = QP_MAX_STREAMS;
+    for (int i = 0; i < n; i++) {
+        if (r->rule[i] == SS_RULE_NONE)
+            continue;
+        done++;
+        if (last < 0 || r->rule_t[i] >= r->rule_t[last])
+            last = i;
+    }
+    plateau = n > 1 && r->bbr &&
+              ss_sum_feed(&r->sum, t, (uint64_t)num(ev, "bytes_acked"), r->last.rtt_us);
+    if (n == 0 || !ss_streams_left(n, done, plateau))
+        return;
+    r->ss_rule_seen = done == n ? r->rule[last] : SS_RULE_STREAMS_PLATEAU;
+    for (int i = 0; i < n; i++)
+        exit_cwnd += r->rule[i] != SS_RULE_NONE ? r->rule_cwnd[i] : r->cwnd_now[i];
+    open_window(r, done == n ? r->rule_t[last] : t, exit_cwnd);
 }
 
 /* Read the start event's parameters. */
@@ -200,9 +282,13 @@ static void start(replay *r, const json_t *ev)
     json_t *params = json_object_get(ev, "params");
     const char *cc = json_string_value(json_object_get(ev, "congestion"));
     const char *proto = json_string_value(json_object_get(ev, "protocol"));
+    ss_cc family = ss_cc_from_name(cc ? cc : "");
 
     r->bbr = cc && strcmp(cc, "bbr") == 0;
     r->cubic = cc && strcmp(cc, "cubic") == 0;
+    for (int i = 0; i < QP_MAX_STREAMS; i++)
+        ss_init(&r->det[i], SS_ALGO_AUTO, family);
+    ss_sum_init(&r->sum);
     r->time_s = (int)num(params, "time_s");
     r->nstreams = (int)num(params, "streams");
     r->p = (qw_params){ .bbr = r->bbr, .tolerance = num(params, "quick_tolerance_pct") / 100.0,
@@ -250,12 +336,16 @@ static int replay_file(const char *path, replay *r)
         } else if (strcmp(kind, "sample") == 0) {
             aggregate(r, ev);
             r->have_last = 1;
-            if (r->open)
+            if (r->open) {
                 feed(r);
-            else
+            } else {
                 qw_ss_see(&r->ss_seen, &r->last);
-        } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open) {
-            open_window(r, ev);
+                if (g_set.redetect)
+                    redetect(r, ev);
+            }
+        } else if (strcmp(kind, "slow_start_end") == 0 && r->have_last && !r->open &&
+                   !g_set.redetect) {
+            open_at_event(r, ev);
         } else if (strcmp(kind, "result") == 0) {
             json_t *v = json_object_get(ev, "validate");
 
@@ -312,6 +402,8 @@ static int parse_args(int argc, char **argv, int *verbose)
 
         if (o == 'v') {
             *verbose = 1;
+        } else if (o == 'S') {
+            g_set.redetect = 1;
         } else if (o == 'u') {
             g_set.until_converged = 1;
         } else if (v && i + 1 < argc) {
@@ -334,7 +426,7 @@ int main(int argc, char **argv)
     int verbose = 0, first = parse_args(argc, argv, &verbose);
 
     if (first < 0) {
-        fprintf(stderr, "usage: qwreplay [-v] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...\n");
+        fprintf(stderr, "usage: qwreplay [-v] [-S] [-T PCT] [-m MS] [-M MS] [-R RTTS] [-u] RUN.jsonl...\n");
         return 2;
     }
     r.verbose = verbose;

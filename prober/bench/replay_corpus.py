@@ -9,6 +9,7 @@
     replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
+    replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
     replay_corpus.py compete --out test-artifacts/compete
 
@@ -19,7 +20,8 @@ and records `--runs` validate runs of 20 s (JSON Lines with every sample and the
 flow of another iperf3 client. `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
-sets the estimator's settings, see qwreplay's usage) and prints, per path, each run's paired
+sets the estimator's settings, see qwreplay's usage; -S ends slow-start where this build's
+detector does on the samples, to judge a detector change) and prints, per path, each run's paired
 error (c = converged, d = answered at the deadline, f = fell back; * = the interval missed
 the run's own 20 s figure), when the window closed, its half-width and what held it open,
 then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median

@@ -70,6 +70,44 @@ def test_kept_runs_replay_exactly_while_the_estimator_is_unchanged(replayed):
         assert r["bound_by"] == v["quick_bound_by"], r
 
 
+def test_kept_runs_redetect_slow_start_exactly_while_the_detector_is_unchanged(replayed):
+    # qwreplay -S ends slow-start with this build's detector on the recorded samples instead
+    # of at the recorded event; with the detector that recorded the runs, every run's replay
+    # must come out the same to the last column, or -S does not feed the detector as the
+    # prober does, and a detector change judged by it would be judged on something else.
+    manifest = json.loads((KEPT / "MANIFEST.json").read_text())
+    if bench_quick.detector_fingerprint() != manifest["detector"]:
+        pytest.skip(
+            "the slow-start detector changed since the kept runs were recorded: judge the change with "
+            "prober/bench/replay_corpus.py summarise --replay-args=-S prober/bench/runs against the same "
+            "without it, then re-run make bench-quick"
+        )
+    redetected = replay_corpus.replay([KEPT], ["-S"])
+    assert [r["run"] for r in redetected] == [r["run"] for r in replayed]
+    for before, after in zip(replayed, redetected):
+        assert after == before
+
+
+def test_qwreplay_redetect_ignores_the_recorded_slow_start_end(tmp_path, replayed):
+    # A kept run whose slow_start_end event is moved 1 s later (as an earlier detector might
+    # have put it): replayed as recorded the window opens there; with -S where this build's
+    # detector ends slow-start on the same samples, which is where the run's own event was.
+    name = "r200-20ms-q2-bbr-P1.validate0.jsonl"
+    lines = gzip.decompress((KEPT / f"{name}.gz").read_bytes()).decode().splitlines()
+    i = next(k for k, line in enumerate(lines) if json.loads(line)["event"] == "slow_start_end")
+    event = json.loads(lines.pop(i))
+    later = next(k for k in range(i, len(lines)) if json.loads(lines[k]).get("t", 0) >= event["t"] + 1)
+    moved = {**event, "t": json.loads(lines[later])["t"]}
+    lines.insert(later + 1, json.dumps(moved))
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    [as_recorded] = replay_corpus.replay([tmp_path])
+    [redetected] = replay_corpus.replay([tmp_path], ["-S"])
+    assert float(as_recorded["ss_t"]) == pytest.approx(moved["t"], abs=0.0005)
+    if bench_quick.detector_fingerprint() == json.loads((KEPT / "MANIFEST.json").read_text())["detector"]:
+        assert redetected == next(r for r in replayed if r["run"] == name)
+    assert float(redetected["ss_t"]) < float(as_recorded["ss_t"]) - 0.9
+
+
 def _run(truth, fig, lo, hi):
     return {"truth_mbps": str(truth), "figure_mbps": str(fig), "lo_mbps": str(lo), "hi_mbps": str(hi)}
 
@@ -125,3 +163,20 @@ def test_collect_streams_option_rejects_bad_counts(text, capsys):
     with pytest.raises(SystemExit):
         replay_corpus.main(["collect", "--streams", text])
     assert "give stream counts from 1 to 128, comma-separated" in capsys.readouterr().err
+
+
+def test_keep_runs_gzips_the_runs_and_fingerprints_estimator_and_detector(tmp_path):
+    runs, kept = tmp_path / "runs", tmp_path / "kept"
+    runs.mkdir()
+    (runs / "a.validate0.jsonl").write_text('{"event":"start"}\n')
+    kept.mkdir()
+    (kept / "old.validate0.jsonl.gz").write_bytes(b"stale")
+    assert bench_quick.keep_runs(runs, kept, {"command": "make bench-quick"}) == 1
+    assert sorted(p.name for p in kept.iterdir()) == ["MANIFEST.json", "a.validate0.jsonl.gz"]
+    assert gzip.decompress((kept / "a.validate0.jsonl.gz").read_bytes()) == b'{"event":"start"}\n'
+    assert json.loads((kept / "MANIFEST.json").read_text()) == {
+        "command": "make bench-quick",
+        "estimator": bench_quick.estimator_fingerprint(),
+        "detector": bench_quick.detector_fingerprint(),
+        "runs": 1,
+    }
