@@ -18,9 +18,10 @@
  * this build's slow-start detector (src/slowstart.c) ends slow-start on the recorded samples,
  * fed as measure.c feeds it (sample_stream, check_ss_end), instead of at the recorded event:
  * a detector change is judged on recorded runs as an estimator change is. -v also prints, on
- * stderr, each slice the window closes: the estimate then, what held it open, and the answer
- * and interval it would give if its deadline fell there; the lines of its planned checks
- * (where it may stop: qwdue.c's qw_plan_checks) begin with C. */
+ * stderr, where -S ended slow-start (a line beginning with S) and each slice the window
+ * closes: the estimate then, what held it open, and the answer and interval it would give
+ * if its deadline fell there; the lines of its planned checks (where it may stop: qwdue.c's
+ * qw_plan_checks) begin with C. */
 #include "opts.h"
 #include "quickwin.h"
 #include "slowstart.h"
@@ -57,7 +58,6 @@ typedef struct {
     double rule_t[QP_MAX_STREAMS];
     uint64_t rule_cwnd[QP_MAX_STREAMS], cwnd_now[QP_MAX_STREAMS];
     ss_sum sum;
-    ss_rule ss_rule_seen;   /* the rule that ended slow-start in the replay (-S) */
     int verbose;            /* -v: trace every slice on stderr */
     int until_converged;    /* the run's --until-converged, or -u */
 } replay;
@@ -270,7 +270,9 @@ static void redetect(replay *r, const json_t *ev)
               ss_sum_feed(&r->sum, t, (uint64_t)num(ev, "bytes_acked"), r->last.rtt_us);
     if (n == 0 || !ss_streams_left(n, done, plateau))
         return;
-    r->ss_rule_seen = done == n ? r->rule[last] : SS_RULE_STREAMS_PLATEAU;
+    if (r->verbose)
+        fprintf(stderr, "S t %6.2f  slow-start ended (%s)\n", t,
+                ss_rule_name(done == n ? r->rule[last] : SS_RULE_STREAMS_PLATEAU));
     for (int i = 0; i < n; i++)
         exit_cwnd += r->rule[i] != SS_RULE_NONE ? r->rule_cwnd[i] : r->cwnd_now[i];
     open_window(r, done == n ? r->rule_t[last] : t, exit_cwnd);
