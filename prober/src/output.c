@@ -176,6 +176,9 @@ static json_t *stream_sample(const qp_stream *s)
     json_object_set_new(j, "rwnd_limited_us", json_integer((json_int_t)ti->rwnd_limited_us));
     json_object_set_new(j, "sndbuf_limited_us", json_integer((json_int_t)ti->sndbuf_limited_us));
     json_object_set_new(j, "ca_state", json_integer(ti->ca_state));
+    json_object_set_new(j, "reordering_segments", json_integer(ti->reordering_segments));
+    json_object_set_new(j, "reord_seen", json_integer(ti->reord_seen));
+    json_object_set_new(j, "dsack_dups", json_integer(ti->dsack_dups));
     json_object_set_new(j, "in_slow_start", json_boolean(s->rule == SS_RULE_NONE));
     json_object_set_new(j, "bbr", bbr_obj(ti));
     return j;

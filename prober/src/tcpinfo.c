@@ -49,6 +49,9 @@ int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen)
     ti->unacked_segments = k.tcpi_unacked;
     ti->lost_segments = k.tcpi_lost;
     ti->sacked_segments = k.tcpi_sacked;
+    ti->reordering_segments = k.tcpi_reordering;
+    ti->reord_seen = k.tcpi_reord_seen;
+    ti->dsack_dups = k.tcpi_dsack_dups;
     ti->delivery_rate_app_limited = k.tcpi_delivery_rate_app_limited;
     return 0;
 }

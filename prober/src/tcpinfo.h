@@ -30,6 +30,11 @@ typedef struct {
     uint32_t unacked_segments;
     uint32_t lost_segments;
     uint32_t sacked_segments;       /* SACKed, not yet cumulatively acked */
+    uint32_t reordering_segments;   /* tcpi_reordering: how far out of order the kernel lets
+                                       packets arrive before it calls one lost (3 until it
+                                       sees reordering) */
+    uint32_t reord_seen;            /* reordering events the kernel has seen (4.19+; 0 before) */
+    uint32_t dsack_dups;            /* retransmissions DSACKs showed spurious (4.19+) */
     int delivery_rate_app_limited;  /* the rate sample was limited by the sender */
     uint32_t bbr_pacing_gain;       /* x256; 0 = unknown or not BBR */
     uint64_t bbr_bw_bps;            /* BBR's bandwidth estimate; 0 = unknown */
