@@ -762,6 +762,7 @@ BOUND_BY = (
     "bw_rising",
     "stalled",
     "receiver_window",
+    "reordering",
     "capacity",
     "short",
 )

@@ -189,7 +189,8 @@ typedef enum {
     QW_BOUND_BBR_CYCLE,         /* BBR, less than a gain cycle measured: up to its estimate */
     QW_BOUND_BW_RISING,         /* BBR's estimate still rose at the deadline: its line */
     QW_BOUND_STALLED,           /* nothing delivered in the window: from none to slow-start's */
-    QW_BOUND_RWND               /* the receiver's window held the rate: up to its largest */
+    QW_BOUND_RWND,              /* the receiver's window held the rate: up to its largest */
+    QW_BOUND_REORDERING         /* the kernel undid a cut (reordering): cwnd's growth law */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */

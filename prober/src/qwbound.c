@@ -428,23 +428,21 @@ static double growth_since(const qw_window *w, double t_end)
     return t_end - (w->p.streams > 1 ? w->open_t : fmax(w->open_t, w->event_t));
 }
 
-/* The growing term's upper side (steady bytes/s over the counted part and the rest of the
- * run, pr->rest_s): the counted part at the rate measured, then cwnd / min RTT as cwnd
- * grows from its latest value by its law (cwnd_growth), up to the capacity a queue proved
- * (capacity_ceiling) and the rate the random losses seen hold it below (loss_ceiling); 0
- * when the term does not apply (qw_growing). */
-static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
+/* The steady rate (bytes/s over the counted part and the rest of the run, pr->rest_s) of
+ * the counted part at the rate measured, then cwnd / min RTT as cwnd grows from its latest
+ * value by its law (cwnd_growth), up to the capacity a queue or a cut at a buffer's top
+ * proved (capacity_ceiling, cut_ceiling) and below lossy (bytes/s); 0 where no time is left. */
+static double grown_rate(const qw_window *w, const qw_prediction *pr, double lossy)
 {
     double min_rtt = qw_min_rtt_s(w);
     double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
-    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap, lossy;
+    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap;
     double since = growth_since(w, t_end);
     int steps = 64;
 
-    if (!qw_growing(w) || min_rtt <= 0 || rate <= 0 || to_go <= 0 || pr->rest_s <= 0)
+    if (min_rtt <= 0 || rate <= 0 || to_go <= 0 || pr->rest_s <= 0)
         return 0;
     cap = fmax(rate, fmin(capacity_ceiling(w, min_rtt), cut_ceiling(w, min_rtt)));
-    lossy = loss_ceiling(w, min_rtt);
     for (int k = 0; k < steps; k++) {
         double dt = (k + 0.5) * to_go / steps;
         double r = ((double)w->slice_cwnd0 + cwnd_growth(w, since, dt, min_rtt)) / min_rtt;
@@ -452,6 +450,36 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
         sum += fmin(cap, fmax(rate, fmin(r, lossy))) * to_go / steps;
     }
     return (rate * done + sum) / pr->rest_s;
+}
+
+/* The growing term's upper side: cwnd's growth (grown_rate) below the rate the random losses
+ * seen hold it (loss_ceiling); 0 when the term does not apply (qw_growing). */
+static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    if (!qw_growing(w))
+        return 0;
+    return grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
+}
+
+/* Reno / CUBIC on a path that reorders packets: the upper side when the kernel undid a cut
+ * in the window (qwundo.c: DSACKs showed every retransmission of a recovery spurious), 0
+ * otherwise. The window's kept cuts may then be reordering too (RACK marks a packet lost
+ * once later ones are acked past its reordering window, and an undo needs every
+ * retransmission of the recovery shown spurious), and Linux learns the path's reordering as
+ * the run goes on: each DSACK round widens RACK's window by a quarter of the min RTT, up to
+ * the smoothed RTT (tcp_rack_update_reo_wnd), and raises its dupthresh (tp->reordering), so
+ * such cuts thin out and cwnd grows on. A held-out path, CUBIC on 50 Mbit/s x 8 ms with
+ * +-3 ms of jitter in netem's order: 6 cuts undone and 5 kept in 1 s windows with cwnd at
+ * 7-14 kB; the windows read 8.0 and 11.4 Mbit/s (4.8-12.0, 10.0-12.4), and their runs, at
+ * 6-12 Mbit/s for 3 s, then about 30, gave 26.9 and 26.2 over 20 s. Nothing in the window
+ * says how soon the kernel is done learning, so the upper side is cwnd's growth with no
+ * further cut (grown_rate, the random losses seen not holding it: they may be reordering),
+ * up to a capacity a queue or a cut at a buffer's top proved. BBR ignores such verdicts. */
+static double reorder_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    if (w->p.bbr || w->p.beta <= 0 || w->undone_events == 0 || w->n == 0 || mostly_limited(w))
+        return 0;
+    return grown_rate(w, pr, INFINITY);
 }
 
 /* The random-loss floor (floor_rate, the long run at the loss-event rate p that
@@ -632,7 +660,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
-    double stall = 0, rounds, rwnd;
+    double stall = 0, rounds, rwnd, reorder;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -684,6 +712,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     rwnd = qw_rwnd_ceiling(w);
     if (rwnd > b.steady)
         widen(&b, b.steady, rwnd, QW_BOUND_RWND);
+    reorder = reorder_ceiling(w, pr);
+    if (reorder > b.steady)
+        widen(&b, b.steady, reorder, QW_BOUND_REORDERING);
     /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
      * standing queue or not (under jitter the queue reads are noise, and a capacity read
      * while a queue stood came out 1 % under the rate the flow reached later). Not its
@@ -699,7 +730,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
         b.by = QW_BOUND_STALLED;
     }
     b.hi = fmin(b.hi, fmax(fmax(fmax(cap, rwnd), fmax(ceiling, rising)),
-                           fmax(fmax(lt, plateau), stall)));
+                           fmax(fmax(lt, plateau), fmax(stall, reorder))));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
     /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
@@ -775,6 +806,11 @@ static const struct {
                                            "receiver may open its window at any time, up to "
                                            "the largest its window scale allows (the upper "
                                            "end)" },
+    [QW_BOUND_REORDERING] = { "reordering", "the path reorders packets (the kernel undid cuts "
+                                            "it had made for losses that were only reordering): "
+                                            "Linux learns to tolerate it as the run goes on, so "
+                                            "the upper end is where cwnd's growth could take "
+                                            "the rate with no further cut" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

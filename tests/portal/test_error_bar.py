@@ -206,3 +206,14 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
     # the prober also names not_started, which never reaches the result: the window did not
     # start, so quick mode was not entered and quick_held_by is null
     assert sorted(prober_names) == sorted([*documented, "not_started"])
+
+
+def test_quick_bound_names_agree_between_prober_and_docs():
+    # every evidence the prober may name as quick_bound_by (src/qwbound.c) is in the contract
+    # (EVENTS.md), which the portal and the bench read, and nothing else is
+    from tests.prober import qp
+
+    source = (qp.ROOT / "prober" / "src" / "qwbound.c").read_text()
+    prober_names = re.findall(r"\[QW_BOUND_\w+\] = \{ \"(\w+)\"", source)
+    assert len(prober_names) == 12 and "reordering" in prober_names
+    assert sorted(qp.quick_bounds()) == sorted(prober_names)

@@ -136,6 +136,24 @@ def test_recorded_cubic_undone_recoveries_are_no_loss(replayed):
     assert float(r["figure_mbps"]) == pytest.approx(23.410, abs=0.001)
 
 
+def test_recorded_cubic_reordering_the_kernel_learns_keeps_cwnds_growth_as_upper_end(replayed):
+    # 50 Mbit/s x 8 ms, 0.6-BDP buffer, no random loss, +-3 ms jitter in netem's order
+    # (held-out seed 301). The reordered flow ran at 6-12 Mbit/s with cwnd at 7-14 kB for its
+    # first 3 s, RACK calling reordered packets lost: the window's 1 s saw 11 cuts, 6 of
+    # them undone by the kernel (DSACKs), 5 kept. From its fourth second Linux had learnt the
+    # path's reordering (each DSACK round widens RACK's window) and the flow ran at about 30.
+    # The kept cuts held the interval at 4.8-12.0 Mbit/s against a 20 s figure of 26.9; the
+    # undone ones show the path reorders, so the upper end is cwnd's growth with no further cut.
+    r = replayed["cubic-50M-8ms-netem-jitter3-reordering.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(26.916, abs=0.001)
+    assert r["undone"] == "6" and r["answered"] == "1" and r["converged"] == "0"
+    assert float(r["prober_quick_mbps"]) == pytest.approx(8.038, abs=0.001)
+    assert r["bound_by"] == "reordering"
+    assert float(r["lo_mbps"]) == pytest.approx(4.771, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(313.525, abs=0.001)
+    assert r["covered"] == "1"
+
+
 def test_recorded_bbr_loopback_upper_end_is_not_the_latest_bandwidth_estimate(replayed):
     # Loopback (the demo's target), BBR, 10 s. BBR's bandwidth filter keeps its last 10
     # rounds, about 0.3 ms here, so its latest estimate follows the host's scheduling: 34.9
