@@ -242,6 +242,9 @@ static void detect_streams(replay *r, const json_t *ev)
                           .bbr_pacing_gain = (uint32_t)lround(num(bbr, "pacing_gain") * 256),
                           .ca_state = (uint32_t)num(st, "ca_state") };
         r->rule[i] = ss_feed(&r->det[i], &ss);
+        if (r->rule[i] == SS_RULE_NONE)
+            continue;
+        /* the verdict's sample, as measure.c keeps ss_t and ss_cwnd_bytes */
         r->rule_t[i] = t;
         r->rule_cwnd[i] = r->cwnd_now[i];
     }
