@@ -7,6 +7,7 @@
     replay_corpus.py collect --seed 35 --paths 24 --mtu 1500 --jitter-order netem --out test-artifacts/reorder
     replay_corpus.py collect --seed 89 --paths 16 --server-rmem 6291456 --out test-artifacts/stock
     replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
+    replay_corpus.py collect --seed 401 --paths 16 --mtu 1500 --slot 1,6 --out test-artifacts/slot
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
@@ -67,6 +68,7 @@ def draw_row(
     jitter_order: str = "fifo",
     cc_only: str | None = None,
     streams_from: tuple[int, ...] = (),
+    slot_ms: tuple[float, float] | None = None,
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -81,7 +83,10 @@ def draw_row(
     distribution) and each packet keeps its own draw, reordering a bulk flow as netem does.
     cc_only replaces the drawn congestion control; streams_from, when given, draws the number
     of streams from it after the path (as asked, even where each stream's window is tiny): one
-    more draw a path, so a seed's paths after the first are not those it draws without."""
+    more draw a path, so a seed's paths after the first are not those it draws without.
+    slot_ms (min, max) adds netem's slots both ways, Wi-Fi-like aggregation: a packet due
+    with no slot open waits for the next, a gap uniform in that range later, no budget per
+    slot; FIFO jitter order only (labctl refuses netem order with slots)."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -116,6 +121,9 @@ def draw_row(
     if policer:
         name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
         path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
+    if slot_ms:
+        lo, hi = slot_ms
+        path = dataclasses.replace(path, slot_min_ms=lo, slot_max_ms=hi, name=f"{path.name}-slot{lo:g}-{hi:g}")
     return bq.Row(path, cc, streams)
 
 
@@ -148,7 +156,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams)
+        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             if a.server_rmem:
@@ -307,6 +315,19 @@ def _stream_counts(text: str) -> tuple[int, ...]:
     return counts
 
 
+def _slot_ms(text: str) -> tuple[float, float]:
+    """--slot: MIN,MAX in ms, 0 <= MIN <= MAX <= 1000, MAX above 0."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        lo = hi = -1.0
+    if not (0 <= lo <= hi <= 1000 and hi > 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give the slot gap as MIN,MAX in ms, 0 <= MIN <= MAX <= 1000, e.g. 1,6"
+        )
+    return lo, hi
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -352,6 +373,11 @@ def main(argv=None) -> int:
         type=_stream_counts,
         default=(),
         help="draw each path's streams from these counts, e.g. 2,4,8 (default: the draw's 1, 1, 2, 4, 8)",
+    )
+    c.add_argument(
+        "--slot",
+        type=_slot_ms,
+        help="netem's slots both ways (Wi-Fi-like aggregation): the gap before a slot as MIN,MAX ms, e.g. 1,6",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

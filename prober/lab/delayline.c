@@ -13,7 +13,10 @@
  * optional open-loop cross-traffic source
  * (on/off, constant rate while on) occupies the same bottleneck and queue. An
  * optional CoDel (RFC 8289) drops at the head of that queue instead of waiting for it to
- * fill.
+ * fill. Optional slotting, after netem's `slot`, releases packets in bursts as a Wi-Fi
+ * link's aggregation does: a packet due when no slot is open waits for the next one, a
+ * random gap later, and each slot carries at most so many packets or bytes (FIFO order
+ * only).
  *
  * Counters are printed as one JSON line on stdout on SIGUSR1 and on exit.
  * Usage: see usage() below; labctl.py (same directory) is the normal caller. */
@@ -60,6 +63,8 @@ typedef struct {
     uint32_t cross_pkt;      /* bytes per cross packet */
     int codel;               /* 1: CoDel drops at the queue's head (RFC 8289) */
     uint64_t codel_target_ns, codel_interval_ns;
+    uint64_t slot_min_ns, slot_max_ns;    /* gap before a slot opens; min 0 = no slotting */
+    uint32_t slot_packets, slot_bytes;    /* a slot's budget; 0 = no limit */
 } dir_conf;
 
 typedef struct {
@@ -77,6 +82,7 @@ typedef struct {
     uint64_t drop_aqm_packets, drop_aqm_bytes;
     uint64_t sojourn_n;
     double sojourn_sum_ns;                /* queueing delay of the packets the queue kept */
+    uint64_t slots, slot_full;            /* slots opened; of them, closed by their budget */
 } dir_stats;
 
 /* CoDel's state (RFC 8289 section 5): when the sojourn time first stayed above target,
@@ -95,6 +101,8 @@ typedef struct {
     uint64_t link_free_ns;   /* when the bottleneck finishes its last packet */
     uint64_t last_release_ns;
     uint64_t cross_next_ns;  /* arrival time of the next cross packet */
+    uint64_t slot_next_ns;   /* when the next (or current) slot opens; 0 before the first */
+    int64_t slot_packets_left, slot_bytes_left;
     ring q;
     codel_state cd;
     dir_stats st;
@@ -239,9 +247,44 @@ static void cross_until(direction *d, uint64_t t)
     }
 }
 
+/* Schedule the next slot a random gap (uniform in [min, max]) after t, its budget full. */
+static void open_slot(direction *d, uint64_t t)
+{
+    const dir_conf *c = &d->conf;
+    double gap = (double)c->slot_min_ns + (double)(c->slot_max_ns - c->slot_min_ns) * rng_uniform();
+
+    d->slot_next_ns = t + (uint64_t)gap;
+    d->slot_packets_left = c->slot_packets ? c->slot_packets : INT64_MAX;
+    d->slot_bytes_left = c->slot_bytes ? c->slot_bytes : INT64_MAX;
+    d->st.slots++;
+}
+
+/* When a packet due at `due` leaves under slotting: with the next slot, which opens a gap
+ * after the packet fell due if the slot before had already opened by then (netem redraws a
+ * slot that opened with nothing due), or after the one before ran out of budget. Slot times
+ * only move forward, so FIFO release times stay in order. */
+static uint64_t slot_release(direction *d, uint64_t due, uint32_t len)
+{
+    uint64_t release;
+
+    if (!d->conf.slot_max_ns)
+        return due;
+    if (d->slot_next_ns < due)
+        open_slot(d, due);
+    release = d->slot_next_ns;
+    d->slot_packets_left--;
+    d->slot_bytes_left -= len;
+    if (d->slot_packets_left <= 0 || d->slot_bytes_left <= 0) {
+        d->st.slot_full++;
+        open_slot(d, release);
+    }
+    return release;
+}
+
 /* When a packet that left the bottleneck at `finish` is released: the fixed delay plus
- * jitter, but (FIFO order) never before the packet ahead of it. */
-static uint64_t release_time(direction *d, uint64_t finish)
+ * jitter, but (FIFO order) never before the packet ahead of it, then the next slot's
+ * opening when slotting. */
+static uint64_t release_time(direction *d, uint64_t finish, uint32_t len)
 {
     const dir_conf *c = &d->conf;
     double delay = (double)c->delay_ns;
@@ -261,6 +304,7 @@ static uint64_t release_time(direction *d, uint64_t finish)
         release = d->last_release_ns;
         d->st.jitter_clamped_packets++;
     }
+    release = slot_release(d, release, len);
     if (release > d->last_release_ns)
         d->last_release_ns = release;
     double extra = (double)(release - finish) - (double)c->delay_ns;
@@ -293,7 +337,7 @@ static void admit(direction *d, uint32_t len, uint64_t t)
         d->st.drop_aqm_bytes += len;
         return;
     }
-    ring_commit(&d->q, release_time(d, finish), len);
+    ring_commit(&d->q, release_time(d, finish, len), len);
 }
 
 /* Read every packet the TUN has ready into this direction's queue. */
@@ -382,7 +426,8 @@ static void print_dir(FILE *f, const direction *d)
             (unsigned long long)(d->q.packets - d->q.sent));
 }
 
-/* Print a direction's jitter and cross-traffic settings and counters (JSON members). */
+/* Print a direction's jitter, cross-traffic, AQM and slot settings and counters (JSON
+ * members). */
 static void print_extras(FILE *f, const direction *d)
 {
     const dir_stats *s = &d->st;
@@ -397,7 +442,9 @@ static void print_extras(FILE *f, const direction *d)
             "\"cross_packet_bytes\":%u,\"cross_packets\":%llu,\"cross_bytes\":%llu,"
             "\"cross_drop_packets\":%llu,\"cross_drop_bytes\":%llu,"
             "\"aqm\":\"%s\",\"codel_target_us\":%.1f,\"codel_interval_us\":%.1f,"
-            "\"drop_aqm_packets\":%llu,\"drop_aqm_bytes\":%llu,\"sojourn_mean_us\":%.1f}",
+            "\"drop_aqm_packets\":%llu,\"drop_aqm_bytes\":%llu,\"sojourn_mean_us\":%.1f,"
+            "\"slot_min_us\":%.1f,\"slot_max_us\":%.1f,\"slot_packets\":%u,\"slot_bytes\":%u,"
+            "\"slots\":%llu,\"slots_full\":%llu}",
             (double)c->jitter_ns / 1e3, c->jitter_dist == JITTER_NORMAL ? "normal" : "uniform",
             c->jitter_order == ORDER_NETEM ? "netem" : "fifo",
             (unsigned long long)s->jitter_clamped_packets,
@@ -408,7 +455,9 @@ static void print_extras(FILE *f, const direction *d)
             (unsigned long long)s->cross_drop_bytes, c->codel ? "codel" : "none",
             (double)c->codel_target_ns / 1e3, (double)c->codel_interval_ns / 1e3,
             (unsigned long long)s->drop_aqm_packets, (unsigned long long)s->drop_aqm_bytes,
-            s->sojourn_n ? s->sojourn_sum_ns / (double)s->sojourn_n / 1e3 : 0.0);
+            s->sojourn_n ? s->sojourn_sum_ns / (double)s->sojourn_n / 1e3 : 0.0,
+            (double)c->slot_min_ns / 1e3, (double)c->slot_max_ns / 1e3, c->slot_packets,
+            c->slot_bytes, (unsigned long long)s->slots, (unsigned long long)s->slot_full);
 }
 
 /* Print the stats line: both directions' counters, flushed at once. */
@@ -467,6 +516,8 @@ static void usage(FILE *f)
             "                 [--cross-rate BPS] [--cross-on-ms MS] [--cross-off-ms MS]\n"
             "                 [--cross-pkt BYTES] [--aqm none|codel]\n"
             "                 [--codel-target-us US] [--codel-interval-us US]\n"
+            "                 [--slot-min-us US] [--slot-max-us US] [--slot-packets N]\n"
+            "                 [--slot-bytes BYTES]\n"
             "                 (each also with fwd-/rev-)\n"
             "                 [--seed N] [--rt-prio 0-99]\n"
             "  fwd = near -> far, rev = far -> near; the unprefixed options set both.\n"
@@ -480,6 +531,9 @@ static void usage(FILE *f)
             "  on/off periods from the start (off 0 = always on), packets of 1500 bytes.\n"
             "  aqm codel: CoDel (RFC 8289) drops at the queue's head, target 5000 us and\n"
             "  interval 100000 us by default; the queue's size stays its hard limit.\n"
+            "  slot (netem's, Wi-Fi-like aggregation): a packet due with no slot open waits\n"
+            "  for the next, uniform in [min, max] us after it fell due or after the slot\n"
+            "  before used its budget of packets / bytes (0 = no limit); FIFO order only.\n"
             "  --rt-prio N runs the loop SCHED_FIFO at priority N (0 = normal scheduling).\n"
             "  SIGUSR1 prints counters as JSON on stdout; so does exit (SIGTERM/SIGINT).\n");
 }
@@ -541,6 +595,14 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
         c->codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
     else if (!strcmp(key, "codel-interval-us"))
         c->codel_interval_ns = (uint64_t)(num_arg(opt, val, 1, 1e8) * 1000.0);
+    else if (!strcmp(key, "slot-min-us"))
+        c->slot_min_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
+    else if (!strcmp(key, "slot-max-us"))
+        c->slot_max_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
+    else if (!strcmp(key, "slot-packets"))
+        c->slot_packets = (uint32_t)num_arg(opt, val, 0, 1e6);
+    else if (!strcmp(key, "slot-bytes"))
+        c->slot_bytes = (uint32_t)num_arg(opt, val, 0, 1e9);
     else
         return -1;
     return 0;
@@ -551,6 +613,25 @@ typedef struct {
     int rt_prio;
     dir_conf fwd, rev;
 } options;
+
+/* Exit 2 with a message if a direction's slot settings cannot work together: a gap range
+ * upside down, a budget with no gap, or slots in netem order (a slot releases the packets
+ * due before it in the order they came). */
+static void check_slot(const char *dir, const dir_conf *c)
+{
+    const char *bad = NULL;
+
+    if (c->slot_min_ns > c->slot_max_ns)
+        bad = "slot-min-us is above slot-max-us (allowed: min <= max)";
+    else if (!c->slot_max_ns && (c->slot_packets || c->slot_bytes))
+        bad = "a slot budget needs slot-max-us above 0";
+    else if (c->slot_max_ns && c->jitter_order == ORDER_NETEM)
+        bad = "slots work in fifo jitter order only";
+    if (!bad)
+        return;
+    fprintf(stderr, "delayline: %s: %s\n", dir, bad);
+    exit(2);
+}
 
 /* Parse the command line into opts; exits 2 with a message on bad input. */
 static void parse_args(int argc, char **argv, options *o)
@@ -583,14 +664,16 @@ static void parse_args(int argc, char **argv, options *o)
         usage(stderr);
         exit(2);
     }
+    check_slot("fwd", &o->fwd);
+    check_slot("rev", &o->rev);
 }
 
 /* Size and allocate a direction's ring: queue plus the bytes in flight on the wire. */
 static int setup_dir(direction *d, const char *name, int in_fd, int out_fd, dir_conf c)
 {
-    /* Bytes on the wire: rate x (delay + 4 jitter), the normal tail included. */
+    /* Bytes on the wire: rate x (delay + 4 jitter + a slot's gap), the normal tail included. */
     double wire = c.rate_bps > 0
-                      ? c.rate_bps / 8.0 * (double)(c.delay_ns + 4 * c.jitter_ns) / 1e9
+                      ? c.rate_bps / 8.0 * (double)(c.delay_ns + 4 * c.jitter_ns + c.slot_max_ns) / 1e9
                       : 64e6;
     double cap = 2.0 * ((double)c.queue_bytes + wire) + RING_MIN;
     memset(d, 0, sizeof *d);

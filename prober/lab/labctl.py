@@ -6,6 +6,7 @@
                  [--jitter 2ms [--jitter-dist normal]] [--cross 40M --cross-on 1s --cross-off 1s]
                  [--bottleneck tbf|htb]          # the kernel's shaper as the bottleneck (README)
                  [--aqm codel]                   # CoDel at the delay line's bottleneck
+                 [--slot 1ms,6ms [--slot-packets 42] [--slot-bytes 64K]]   # Wi-Fi-like bursts
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -152,6 +153,14 @@ class PathSpec:
     # larger). With a queue of a packet or two it is a policer: bursts pass up to the bucket,
     # the rest is dropped, nothing waits.
     burst_ms: float = 0.0
+    # netem's slotting on both directions (Wi-Fi-like aggregation): a packet due with no slot
+    # open waits for the next one, a gap uniform in [slot_min_ms, slot_max_ms] later, and a
+    # slot carries at most slot_packets packets and slot_bytes bytes (0: no limit) before
+    # the next one's gap begins. 0 / 0: no slots.
+    slot_min_ms: float = 0.0
+    slot_max_ms: float = 0.0
+    slot_packets: int = 0
+    slot_bytes: int = 0
 
     def __post_init__(self):
         problems = []
@@ -189,6 +198,7 @@ class PathSpec:
             problems.append(f"aqm {self.aqm!r} (allowed: {', '.join(AQMS)})")
         elif self.aqm != "none" and self.bottleneck != "delayline":
             problems.append(f"aqm {self.aqm} with a kernel bottleneck (allowed only with bottleneck delayline)")
+        problems += self._slot_problems()
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -201,6 +211,28 @@ class PathSpec:
                 problems.append("server_window with iperf3 (allowed only with server iperf2: `iperf3 -s` has no -w)")
         if problems:
             raise ValueError(f"path {self.name!r}: bad " + "; bad ".join(problems))
+
+    def _slot_problems(self) -> list[str]:
+        if not (0 <= self.slot_min_ms <= self.slot_max_ms <= 1000):
+            return [f"slot gap {self.slot_min_ms:g}-{self.slot_max_ms:g} ms (allowed: 0 <= min <= max <= 1000)"]
+        if not (0 <= self.slot_packets <= 1_000_000) or not (0 <= self.slot_bytes <= 1_000_000_000):
+            return [f"slot budget {self.slot_packets} packets / {self.slot_bytes} bytes (allowed: 0-1e6 / 0-1e9)"]
+        if not self.slot_max_ms:
+            if self.slot_packets or self.slot_bytes:
+                return ["slot budget with no slot gap (allowed: slot_max_ms > 0)"]
+            return []
+        if self.jitter_ms and self.jitter_order == "netem":
+            return ["slots with jitter_order netem (allowed only with fifo)"]
+        budget = min(b for b in (self.slot_bytes, self.slot_packets * self.mtu, 1 << 62) if b)
+        carried_mbps = budget * 8 / ((self.slot_min_ms + self.slot_max_ms) / 2e3) / 1e6
+        if carried_mbps < self.rate_mbps:
+            # the excess would wait behind the slots in the delay line's ring, a queue with no
+            # drop-tail limit
+            return [
+                f"slot budget {budget} bytes per {(self.slot_min_ms + self.slot_max_ms) / 2:g} ms "
+                f"carries {carried_mbps:.1f} Mbit/s (allowed: at least the rate, {self.rate_mbps:g})"
+            ]
+        return []
 
     @property
     def rate_bps(self) -> float:
@@ -438,6 +470,14 @@ class Lab:
             argv += ["--fwd-rate", "0"]
         if p.aqm != "none":
             argv += ["--aqm", p.aqm]
+        if p.slot_max_ms:
+            argv += [
+                "--slot-min-us",
+                str(round(p.slot_min_ms * 1000)),
+                "--slot-max-us",
+                str(round(p.slot_max_ms * 1000)),
+            ]
+            argv += ["--slot-packets", str(p.slot_packets), "--slot-bytes", str(p.slot_bytes)]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
             argv += ["--jitter-order", p.jitter_order]
@@ -657,6 +697,14 @@ def _path_from_args(a) -> PathSpec:
         over["bottleneck"] = a.bottleneck
     if a.aqm:
         over["aqm"] = a.aqm
+    if a.slot:
+        lo, _, hi = a.slot.partition(",")
+        over["slot_min_ms"] = parse_time_ms(lo)
+        over["slot_max_ms"] = parse_time_ms(hi or lo)
+    if a.slot_packets is not None:
+        over["slot_packets"] = a.slot_packets
+    if a.slot_bytes:
+        over["slot_bytes"] = parse_size(a.slot_bytes)
     if over:
         d = asdict(spec)
         d.update(over)
@@ -774,6 +822,7 @@ def cmd_paths(a) -> int:
             (f" jitter {p.jitter_dist} {p.jitter_ms:g} ms {p.jitter_order}" if p.jitter_ms else "")
             + (f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
             + (f" aqm {p.aqm}" if p.aqm != "none" else "")
+            + (f" slot {p.slot_min_ms:g}-{p.slot_max_ms:g} ms" if p.slot_max_ms else "")
         )
         print(
             f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
@@ -813,6 +862,13 @@ def main(argv=None) -> int:
         "--bottleneck", choices=BOTTLENECKS, help="the data direction's bottleneck (default: the delay line's)"
     )
     up.add_argument("--aqm", choices=AQMS, help="active queue management at the bottleneck (default none)")
+    up.add_argument(
+        "--slot",
+        help="netem-style slots (Wi-Fi-like aggregation) both ways: the gap before a slot, "
+        "e.g. 1ms,6ms (uniform in that range) or 4ms",
+    )
+    up.add_argument("--slot-packets", type=int, help="at most this many packets per slot (default 0: no limit)")
+    up.add_argument("--slot-bytes", help="at most this many bytes per slot, e.g. 64K (default: no limit)")
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(
         sub.add_parser(n, help=h)

@@ -158,6 +158,25 @@ def test_draw_row_with_cc_and_streams_draws_the_recorded_rows():
     ]
 
 
+def test_draw_row_with_slots_draws_the_recorded_slot_paths():
+    rng = random.Random(401)
+    rows = [replay_corpus.draw_row(rng, 1500, slot_ms=(1.0, 6.0)) for _ in range(2)]
+    # the held-out draw of report-corpus.md, "Wi-Fi-like slots"
+    assert [r.id for r in rows] == [
+        "r100-8ms-q1.5-jn3-m1500-slot1-6-cubic-P2",
+        "r20-30ms-q1.5-x0.4-m1500-slot1-6-reno-P2",
+    ]
+    assert (rows[0].path.slot_min_ms, rows[0].path.slot_max_ms, rows[0].path.slot_packets) == (1.0, 6.0, 0)
+    assert replay_corpus.draw_row(random.Random(401), 1500).path.slot_max_ms == 0
+
+
+@pytest.mark.parametrize("text", ["", "4", "6,1", "0,0", "1,2000", "a,b"])
+def test_collect_slot_option_rejects_bad_gaps(text, capsys):
+    with pytest.raises(SystemExit):
+        replay_corpus.main(["collect", "--slot", text])
+    assert "give the slot gap as MIN,MAX in ms, 0 <= MIN <= MAX <= 1000" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text", ["", "2,x", "0", "2,129"])
 def test_collect_streams_option_rejects_bad_counts(text, capsys):
     with pytest.raises(SystemExit):
