@@ -337,14 +337,26 @@ static void test_growing_cwnd_lifts_the_upper_side(void)
     b = qw_bound(&w, &pr);
     cap = 200.0 * MSS / mrtt;
     CHECK(b.hi < cap && b.hi > 0.9 * cap);
-    /* cwnd flat (a receive window, an application's pace): nothing grows, and the steady
-     * rate's upper side is the capacity seen, here the rate itself */
-    for (int i = 0; i < ns; i++)
-        s[i].cwnd_bytes = 60 * MSS;
-    pr = feed_from(&p, 20, 20, 0, 0);
-    b = qw_bound(&w, &pr);
-    CHECK(qw_hold_of(&w) != QW_HOLD_GROWING);
-    CHECK(b.hi <= qw_capacity_seen(&w) * (1 + 1e-12));
+    /* cwnd flat at 60 packets (a receive window, an application's pace), the rate 36 and
+     * 32 Mbit/s by turns every 0.2 s: nothing grows. With no standing queue the link's
+     * capacity is not known (the fastest quarter only bounds it from below), so the rate's
+     * scatter sets the upper side, above the fastest quarter; with one (30 ms over a 20 ms
+     * min RTT: 0.5 BDP) the link was full, and the capacity seen caps it. */
+    for (int q = 0; q < 2; q++) {
+        uint32_t rtt = q ? 30000 : 20000;
+
+        ns = 0;
+        cwnd_pkts = 60;
+        for (int k = 0; k < 15; k++)
+            run_at(0.2, k % 2 ? 32e6 : 36e6, rtt, 20000, QW_BBR_NONE, 0);
+        pr = feed_from(&p, 20, 60, 0, rtt);
+        b = qw_bound(&w, &pr);
+        CHECK(qw_hold_of(&w) != QW_HOLD_GROWING);
+        if (q)
+            CHECK(b.hi <= qw_capacity_seen(&w) * (1 + 1e-12));
+        else
+            CHECK(b.hi > qw_capacity_seen(&w) * 1.01);
+    }
 }
 
 /* BBR at 50 ms that paced at 100 Mbit/s for 0.3 s, then at gain 1 with its estimate pinned
