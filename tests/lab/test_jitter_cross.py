@@ -39,18 +39,16 @@ def test_labctl_jitter_and_cross_bad_input_says_what_is_allowed():
 SO_TIMESTAMPNS = 35  # Linux (asm-generic, 64-bit): a struct timespec per datagram, CLOCK_REALTIME
 
 
-def one_way_delays_ms(lab, count: int, gap_s: float, sent_ns: list | None = None) -> list[float]:
-    """One-way delays near -> far of `count` UDP datagrams sent gap_s apart, in the order
-    they arrived: the send time (CLOCK_REALTIME, in the payload; appended to sent_ns if
-    given) against the kernel's receive timestamp in the far namespace (the same clock: one
-    host). Kernel timestamps keep this box's scheduling noise out of the figure; datagrams
-    further apart than the jitter never wait for each other in the delay line, so they show
-    the configured distribution."""
+def arrivals_ns(lab, count: int, gap_s: float) -> list[tuple[int, int]]:
+    """(sent, received) CLOCK_REALTIME nanoseconds of `count` UDP datagrams sent gap_s apart
+    near -> far, in the order they arrived: the send time in the payload, the receive time the
+    far namespace's kernel timestamp (the same clock: one host). Kernel timestamps keep this
+    box's scheduling noise out of the figure."""
     rx = lab.socket(socket.AF_INET, socket.SOCK_DGRAM, where="far")
     rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     rx.bind((lab.far_addr, 0))
     rx.settimeout(5)
-    delays = []
+    got = []
 
     def receive():
         for _ in range(count):
@@ -58,9 +56,7 @@ def one_way_delays_ms(lab, count: int, gap_s: float, sent_ns: list | None = None
             ((level, kind, ts),) = anc
             assert (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS)
             sec, nsec = struct.unpack("qq", ts[:16])
-            delays.append((sec * 1e9 + nsec - int.from_bytes(data, "big")) / 1e6)
-            if sent_ns is not None:
-                sent_ns.append(int.from_bytes(data, "big"))
+            got.append((int.from_bytes(data, "big"), sec * 1_000_000_000 + nsec))
 
     t = threading.Thread(target=receive, daemon=True)
     t.start()
@@ -70,8 +66,19 @@ def one_way_delays_ms(lab, count: int, gap_s: float, sent_ns: list | None = None
             tx.sendto(time.time_ns().to_bytes(8, "big"), (lab.far_addr, rx.getsockname()[1]))
             time.sleep(gap_s)
         t.join(10)
-    assert len(delays) == count
-    return delays
+    assert len(got) == count
+    return got
+
+
+def one_way_delays_ms(lab, count: int, gap_s: float, sent_ns: list | None = None) -> list[float]:
+    """One-way delays near -> far of `count` UDP datagrams sent gap_s apart, in the order
+    they arrived (arrivals_ns; their send times appended to sent_ns if given). Datagrams
+    further apart than the jitter never wait for each other in the delay line, so they show
+    the configured distribution."""
+    got = arrivals_ns(lab, count, gap_s)
+    if sent_ns is not None:
+        sent_ns.extend(sent for sent, _ in got)
+    return [(received - sent) / 1e6 for sent, received in got]
 
 
 @pytest.mark.lab

@@ -1,16 +1,12 @@
 """The delay line's netem-style slots (Wi-Fi-like aggregation), measured with real packets."""
 
-import socket
 import statistics
-import struct
-import threading
-import time
 
 import pytest
 
 from tests.lab.conftest import labctl
 from tests.lab.test_delayline import assert_conserved, delayline_refusal, iperf3
-from tests.lab.test_jitter_cross import SO_TIMESTAMPNS
+from tests.lab.test_jitter_cross import arrivals_ns
 
 
 def test_delayline_bad_slot_options_say_what_is_allowed(built_delayline):
@@ -36,33 +32,6 @@ def test_labctl_bad_slot_settings_say_what_is_allowed():
         labctl.PathSpec(name="x", rate_mbps=100, mtu=1500, slot_min_ms=2, slot_max_ms=6, slot_packets=8)
     p = labctl.PathSpec(name="x", rate_mbps=100, mtu=1500, slot_min_ms=2, slot_max_ms=6, slot_bytes=65536)
     assert (p.slot_packets, p.slot_bytes) == (0, 65536)
-
-
-def arrivals_ns(lab, count: int, gap_s: float) -> list[tuple[int, int]]:
-    """(sent, received) CLOCK_REALTIME nanoseconds of `count` UDP datagrams sent gap_s apart
-    near -> far, the receive time the far kernel's timestamp (one host, one clock)."""
-    rx = lab.socket(socket.AF_INET, socket.SOCK_DGRAM, where="far")
-    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    rx.bind((lab.far_addr, 0))
-    rx.settimeout(5)
-    got = []
-
-    def receive():
-        for _ in range(count):
-            data, anc, _, _ = rx.recvmsg(64, socket.CMSG_SPACE(16))
-            sec, nsec = struct.unpack("qq", anc[0][2][:16])
-            got.append((int.from_bytes(data, "big"), sec * 1_000_000_000 + nsec))
-
-    t = threading.Thread(target=receive, daemon=True)
-    t.start()
-    tx = lab.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    with tx, rx:
-        for _ in range(count):
-            tx.sendto(time.time_ns().to_bytes(8, "big"), (lab.far_addr, rx.getsockname()[1]))
-            time.sleep(gap_s)
-        t.join(10)
-    assert len(got) == count
-    return got
 
 
 def bursts(received_ns: list[int], within_ns: int = 300_000) -> list[list[int]]:
