@@ -63,7 +63,7 @@ typedef struct {
     uint32_t cross_pkt;      /* bytes per cross packet */
     int codel;               /* 1: CoDel drops at the queue's head (RFC 8289) */
     uint64_t codel_target_ns, codel_interval_ns;
-    uint64_t slot_min_ns, slot_max_ns;    /* gap before a slot opens; min 0 = no slotting */
+    uint64_t slot_min_ns, slot_max_ns;    /* gap before a slot opens; max 0 = no slotting */
     uint32_t slot_packets, slot_bytes;    /* a slot's budget; 0 = no limit */
 } dir_conf;
 

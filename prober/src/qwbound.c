@@ -137,18 +137,6 @@ double qw_loss_window_pkts(int cubic, double p, double rtt_s)
     return w_pkts;
 }
 
-static double queued_rate(const qw_window *w);
-
-/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
- * (a queue builds only at a full link), at least the fastest quarter of the counted time. */
-double qw_capacity_seen(const qw_window *w)
-{
-    double q[QW_QUARTERS], qlo, qhi;
-
-    range_of(q, quarter_rates(w, q), &qlo, &qhi);
-    return fmax(queued_rate(w), fmax(qhi, w->est.rate_bps / 8.0));
-}
-
 /* The mean rate of the window's slices with a standing queue, bytes/s: the link's rate (a
  * queue builds only at a full link); 0 when no slice kept one. */
 static double queued_rate(const qw_window *w)
@@ -162,6 +150,16 @@ static double queued_rate(const qw_window *w)
         s += w->s[i].t1 - w->s[i].t0;
     }
     return s > 0 ? b / s : 0;
+}
+
+/* The capacity the window saw, bytes/s: the mean rate of its slices with a standing queue
+ * (a queue builds only at a full link), at least the fastest quarter of the counted time. */
+double qw_capacity_seen(const qw_window *w)
+{
+    double q[QW_QUARTERS], qlo, qhi;
+
+    range_of(q, quarter_rates(w, q), &qlo, &qhi);
+    return fmax(queued_rate(w), fmax(qhi, w->est.rate_bps / 8.0));
 }
 
 /* Poisson: the 95 % upper bound of the mean given k events (chi-square / 2), k >= 0. */
