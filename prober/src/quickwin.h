@@ -273,8 +273,11 @@ typedef struct {
                                    (qw_seen_plateau), 0 none */
     double ss_peak_rate;        /* the fastest sampling period of slow-start's latest samples
                                    (qw_seen), bytes/s: a rate the path carried */
-    int ss_rate_whole;          /* ... measured inside those rounds alone, so not read low by
-                                   the ramp before them (else it only bounds from above) */
+    double ss_rate_top;         /* ... the most it can have read low, bytes/s: ss_rate over
+                                   the share of its span the streams were not held back;
+                                   0 when it may have read the ramp before them, or no
+                                   standing queue showed the link full (it then only bounds
+                                   the path's rate from below) */
     int ss_level_differs;       /* BBR: the window's rate and ss_rate differ by a change of
                                    level (qw_plateau_differs() in qwlevel.c) */
     uint64_t queue_cwnd_bytes;  /* smallest cwnd (summed) that a standing queue of

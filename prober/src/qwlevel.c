@@ -215,8 +215,8 @@ void qw_track_cruise(qw_window *w, const qw_sample *s)
  * phase at -25 %), one above it bandwidth that other traffic freed (the default matrix's
  * cross-traffic row converged in off phases at +6.3 to +6.9 %, held-out runs read +15 % and
  * +17 %). The rest of the run may return to that level: the window does not converge
- * (varying), and its interval spans it (qw_bound). A plateau read low (ss_rate_whole 0)
- * says nothing of a rise. */
+ * (varying), and its interval spans it (qw_bound). A rise counts above the most the
+ * plateau can have read low (ss_rate_top; none when it may have read the ramp). */
 int qw_plateau_differs(const qw_window *w)
 {
     double bytes = 0, secs = 0, rate, round_s = w->min_rtt_us / 1e6;
@@ -230,7 +230,7 @@ int qw_plateau_differs(const qw_window *w)
     rate = bytes / secs;
     if (w->ss_rate - rate > QW_LEVEL_CHANGE * rate)
         return 1;
-    return w->ss_rate_whole && rate - w->ss_rate > QW_LEVEL_CHANGE * rate;
+    return w->ss_rate_top > 0 && rate - w->ss_rate_top > QW_LEVEL_CHANGE * rate;
 }
 
 /* After a slice whose gates held the window open: mark a change of level at a full link

@@ -92,15 +92,17 @@ void qw_ss_see(qw_ss_seen *seen, const qw_sample *s)
  * jitter moves a span's ends: 2 ms at each end of 60 ms is 6.7 %, under a change of level).
  * With 20 ms samples and a min RTT under 20 ms that span reaches back past the plateau's
  * three rounds into the ramp, and may read it low (0.83-0.92 of the link on the large
- * matrix's 10 ms rows over 100 ms), as it does when the receive window or the socket buffer
- * held the flow back in it, or when no standing queue showed the link full throughout it
- * (a held-out 180 ms path with 0.2 % loss, whose recoveries slowed STARTUP's ramp, read
- * 109 Mbit/s of 150 with queues of 0-0.12 BDP): then it only bounds the rate the path gave
- * from below. */
+ * matrix's 10 ms rows over 100 ms), or when no standing queue showed the link full
+ * throughout it (a held-out 180 ms path with 0.2 % loss, whose recoveries slowed STARTUP's
+ * ramp, read 109 Mbit/s of 150 with queues of 0-0.12 BDP): then it only bounds the rate the
+ * path gave from below (ss_rate_top 0). The receive window or the socket buffer holding the
+ * streams back for a share of the span reads it low by at most that share: 8 BBR streams on
+ * 300 Mbit/s x 50 ms with 75 Mbit/s of cross traffic on, held back 7 % of the span, read
+ * 223 Mbit/s, and a window in the off phase that followed 298. */
 void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
 {
     int last = seen->n - 1, j;
-    double rtt = seen->min_rtt_us / 1e6, span;
+    double rtt = seen->min_rtt_us / 1e6, span, held;
 
     if (!w->p.bbr || seen->n < 2 || rtt <= 0)
         return;
@@ -114,11 +116,14 @@ void qw_seen_plateau(qw_window *w, const qw_ss_seen *seen)
     w->ss_rate = (double)(seen->delivered_bytes[last % QW_SS_RING] -
                           seen->delivered_bytes[j % QW_SS_RING]) / span;
     /* held back for a share of the span, the streams delivered at most that share less */
-    w->ss_rate_whole = span <= 3.0 * rtt &&
-                       (double)(seen->limited_us[last % QW_SS_RING] -
-                                seen->limited_us[j % QW_SS_RING]) <= QW_STATIONARY * span * 1e6;
-    for (int k = j; k <= last && w->ss_rate_whole; k++)
-        w->ss_rate_whole = seen->queue[k % QW_SS_RING] >= QW_BUSY_QUEUE;
+    held = (double)(seen->limited_us[last % QW_SS_RING] - seen->limited_us[j % QW_SS_RING]) /
+           (span * 1e6);
+    /* (held back half the span or more, it says nothing: the window would have to double
+     * it, and the limited time's counters are read once a sampling period) */
+    w->ss_rate_top = span <= 3.0 * rtt && held < 0.5 ? w->ss_rate / (1.0 - held) : 0;
+    for (int k = j; k <= last && w->ss_rate_top > 0; k++)
+        if (seen->queue[k % QW_SS_RING] < QW_BUSY_QUEUE)
+            w->ss_rate_top = 0;
 }
 
 /* The fastest delivery between two consecutive samples slow-start kept, bytes/s (0: fewer

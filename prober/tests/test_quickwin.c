@@ -1147,6 +1147,7 @@ static void test_bbr_summed_estimates_above_rate_do_not_hold(void)
 
 #define PLATEAU_LIMITED 1    /* run_after_plateau: the receive window held STARTUP back */
 #define PLATEAU_NO_QUEUE 2   /* ... STARTUP showed no standing queue */
+#define PLATEAU_HELD_TENTH 4 /* ... the socket buffer held it back a tenth of the time */
 
 /* Run a BBR window whose STARTUP delivered at ss_bps for 0.4 s (qw_ss_see) with a standing
  * queue of half a BDP (flags: PLATEAU_*), and whose PROBE_BW runs at rate_bps, on a min RTT
@@ -1166,7 +1167,9 @@ static qw_state run_after_plateau(double ss_bps, double rate_bps, uint32_t rtt_u
         push(ss_bps, (early ? 40 : 400) * MSS, early ? rtt_us : rtt_us * 3 / 2, 0,
              QW_BBR_STARTUP);
         z.s[i].min_rtt_us = flags & PLATEAU_NO_QUEUE ? rtt_us * 3 / 2 : rtt_us;
-        z.s[i].limited_us = flags & PLATEAU_LIMITED ? 20000u * (uint64_t)i : 0;
+        z.s[i].limited_us = flags & PLATEAU_LIMITED      ? 20000u * (uint64_t)i
+                            : flags & PLATEAU_HELD_TENTH ? 2000u * (uint64_t)i
+                                                         : 0;
     }
     for (int i = 0; i < z.n; i++)
         qw_ss_see(&seen, &z.s[i]);
@@ -1192,7 +1195,8 @@ static void test_bbr_plateau_is_a_level(void)
 
     CHECK(run_after_plateau(100e6, 100e6, 40000, 0) == QW_CONVERGED);
     CHECK_NEAR(w.ss_rate, 100e6 / 8, 1e-6);    /* 4 samples of 20 ms: 2 min RTTs */
-    CHECK(w.ss_rate_whole && !w.ss_level_differs);
+    CHECK_NEAR(w.ss_rate_top, w.ss_rate, 1e-6);
+    CHECK(!w.ss_level_differs);
 
     CHECK(run_after_plateau(100e6, 70e6, 40000, 0) == QW_GAVE_UP);
     CHECK(qw_hold_of(&w) == QW_HOLD_VARYING && w.ss_level_differs);
@@ -1212,19 +1216,26 @@ static void test_bbr_plateau_is_a_level(void)
 /* With 20 ms samples and a 10 ms min RTT the plateau's span (60 ms) reaches back into
  * STARTUP's ramp, so it may read the path's rate low: a window above it still converges,
  * and one a change of level below it does not. So too for a plateau the receive window
- * held back, or one that no standing queue showed at the link's rate. */
+ * held back throughout, or one that no standing queue showed at the link's rate. Held back
+ * a tenth of its span, it read at most a tenth low: a window above that converges, one a
+ * change of level above it does not. */
 static void test_bbr_plateau_read_low_bounds_from_below(void)
 {
     CHECK(run_after_plateau(70e6, 100e6, 10000, 0) == QW_CONVERGED);
-    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(w.ss_rate_top == 0 && !w.ss_level_differs);
     CHECK(run_after_plateau(100e6, 70e6, 10000, 0) == QW_GAVE_UP);
     CHECK(w.ss_level_differs);
     CHECK(run_after_plateau(70e6, 100e6, 40000, PLATEAU_LIMITED) == QW_CONVERGED);
-    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(w.ss_rate_top == 0 && !w.ss_level_differs);
     CHECK(run_after_plateau(70e6, 100e6, 40000, PLATEAU_NO_QUEUE) == QW_CONVERGED);
-    CHECK(!w.ss_rate_whole && !w.ss_level_differs);
+    CHECK(w.ss_rate_top == 0 && !w.ss_level_differs);
     CHECK(run_after_plateau(100e6, 70e6, 40000, PLATEAU_NO_QUEUE) == QW_GAVE_UP);
     CHECK(w.ss_level_differs);
+    CHECK(run_after_plateau(85e6, 100e6, 40000, PLATEAU_HELD_TENTH) == QW_CONVERGED);
+    CHECK_NEAR(w.ss_rate_top, 85e6 / 8 / 0.9, 1e-3);
+    CHECK(!w.ss_level_differs);
+    CHECK(run_after_plateau(70e6, 100e6, 40000, PLATEAU_HELD_TENTH) == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_VARYING && w.ss_level_differs);
 }
 
 /* A window that never finds a steady moment (recovery throughout: a lossy path's steady
