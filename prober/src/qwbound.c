@@ -741,9 +741,10 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     reorder = reorder_ceiling(w, pr);
     if (reorder > b.steady)
         widen(&b, b.steady, reorder, QW_BOUND_REORDERING);
-    /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept,
-     * standing queue or not (under jitter the queue reads are noise, and a capacity read
-     * while a queue stood came out 1 % under the rate the flow reached later). Not its
+    /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept
+     * that a slice also delivered (bbr_bw_carried), standing queue or not (under jitter the
+     * queue reads are noise, and a capacity read while a queue stood came out 1 % under the
+     * rate the flow reached later). Not its
      * latest estimate: the filter keeps the last 10 rounds only, well under a millisecond on
      * loopback or a LAN, where it follows the host's scheduling, and BBR's probes find again
      * any rate the path gave earlier in the window (loopback, 12 runs of 10 s: the latest
