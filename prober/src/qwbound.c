@@ -687,6 +687,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
     double stall = 0, rounds, rwnd, reorder;
+    /* BBR's estimate as an upper end, read once: it scans every slice */
+    double carried = w->p.bbr ? bbr_bw_carried(w) : 0;
     int nq = quarter_rates(w, q);
     qw_bound_by by;
 
@@ -724,13 +726,13 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     ceiling = growth_ceiling(w, pr);
     if (ceiling > b.steady)
         widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
-    if (w->p.bbr && w->lt_bw && bbr_bw_carried(w) > b.steady) {
-        lt = bbr_bw_carried(w);
+    if (w->p.bbr && w->lt_bw && carried > b.steady) {
+        lt = carried;
         widen(&b, b.steady, lt, QW_BOUND_LT_BW);
     }
     rounds = qw_bbr_rounds_counted(w);
     if (qw_bbr_part_cycle(rounds))
-        widen(&b, b.steady * qw_bbr_part_cycle_low(rounds), fmax(b.steady, bbr_bw_carried(w)),
+        widen(&b, b.steady * qw_bbr_part_cycle_low(rounds), fmax(b.steady, carried),
               QW_BOUND_BBR_CYCLE);
     rising = qw_bbr_trend_ceiling(w, pr);
     if (rising > b.steady)
@@ -750,7 +752,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * any rate the path gave earlier in the window (loopback, 12 runs of 10 s: the latest
      * estimate had set the upper end on 4, and 2 of their 10 s figures were above it). */
     if (w->p.bbr)
-        cap = fmax(cap, bbr_bw_carried(w));
+        cap = fmax(cap, carried);
     if (w->stalled) {
         stall = stall_ceiling(w);
         widen(&b, 0, stall, QW_BOUND_STALLED);
