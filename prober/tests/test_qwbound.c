@@ -359,6 +359,22 @@ static void test_growing_cwnd_lifts_the_upper_side(void)
     }
 }
 
+/* Samples of BBR at rtt_us: 0.3 s in PROBE_BW at rate0_bps with a bandwidth estimate of
+ * bw0_bps, then 3.7 s at rate1_bps with the estimate pinned there, pacing at gain 1 (tcp_bbr.c's
+ * long-term bandwidth mode); returns the first of those samples. */
+static int run_then_cruise(double rate0_bps, uint64_t bw0_bps, double rate1_bps, uint32_t rtt_us)
+{
+    int before;
+
+    ns = 0;
+    run_at(0.3, rate0_bps, rtt_us, rtt_us, QW_BBR_PROBE_BW, bw0_bps);
+    before = ns;
+    run_at(3.7, rate1_bps, rtt_us, rtt_us, QW_BBR_PROBE_BW, (uint64_t)rate1_bps);
+    for (int i = before; i < ns; i++)
+        s[i].bbr_cruising = 1;
+    return before;
+}
+
 /* BBR at 50 ms that paced at 100 Mbit/s for 0.3 s, then at gain 1 with its estimate pinned
  * at 95 (tcp_bbr.c's long-term bandwidth mode): after 16 rounds of that the window stops
  * reading the estimate as the rate's upper bound, does not converge on the pinned rate, and
@@ -369,14 +385,8 @@ static void test_bbr_long_term_bandwidth_reopens_the_upper_side(void)
     qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
-    int before;
+    int before = run_then_cruise(100e6, (uint64_t)100e6, 95e6, 50000);
 
-    ns = 0;
-    run_at(0.3, 100e6, 50000, 50000, QW_BBR_PROBE_BW, (uint64_t)100e6);
-    before = ns;
-    run_at(3.7, 95e6, 50000, 50000, QW_BBR_PROBE_BW, (uint64_t)95e6);
-    for (int i = before; i < ns; i++)
-        s[i].bbr_cruising = 1;
     pr = feed_all(&p, 20);
     CHECK(w.lt_bw == 1 && w.bw_max_bps == (uint64_t)100e6);
     CHECK(w.state == QW_GAVE_UP);
@@ -404,14 +414,8 @@ static void test_bbr_estimate_above_every_slice_is_no_upper_end(void)
     qw_params p = bbr_params();
     qw_prediction pr;
     qw_bounds b;
-    int before;
 
-    ns = 0;
-    run_at(0.3, 40e9, 50, 50, QW_BBR_PROBE_BW, (uint64_t)600e9);
-    before = ns;
-    run_at(3.7, 38e9, 50, 50, QW_BBR_PROBE_BW, (uint64_t)38e9);
-    for (int i = before; i < ns; i++)
-        s[i].bbr_cruising = 1;
+    run_then_cruise(40e9, (uint64_t)600e9, 38e9, 50);
     pr = feed_all(&p, 20);
     CHECK(w.lt_bw == 1 && w.bw_max_bps == (uint64_t)600e9);
     b = qw_bound(&w, &pr);
