@@ -258,7 +258,8 @@ static void check_ss_end(qp_run *r, const out_agg *a)
                     .min_s = r->o->quick_ms / 1000.0, .max_s = r->o->quick_max_ms / 1000.0,
                     .sample_s = r->o->sample_ms / 1000.0, .streams = r->n,
                     .deadline_rtts = QP_DEADLINE_RTTS, .full_s = r->o->time_s,
-                    .rwnd_fixed = !r->o->iperf2 && r->o->window_bytes > 0 };
+                    .rwnd_fixed = !r->o->iperf2 && r->o->window_bytes > 0,
+                    .drain_max_s = run_drain_max_s(r->o) };
     uint64_t exit_cwnd = 0;
     int after_loss = 0, plateau;
     qw_sample q;

@@ -111,6 +111,9 @@ static const struct {
                                  "its estimate from before" },
     [QW_HOLD_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate, "
                                           "and the receiver may open it" },
+    [QW_HOLD_TIMEOUTS] = { "timeouts", "the streams share fewer than two packets of the path "
+                                       "each: some stream is always in a retransmission "
+                                       "timeout, and the run's end may wait for it" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -556,6 +559,8 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return saw;
     if (qw_growing(w))
         return QW_HOLD_GROWING;
+    if (qw_timeouts_share(w) > w->p.tolerance)
+        return QW_HOLD_TIMEOUTS;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 

@@ -41,6 +41,9 @@ typedef struct {
     int rwnd_fixed;         /* the receiver's buffer is fixed (iperf3 -w: the server sets
                                SO_RCVBUF, which stops its autotuning): a window it limits
                                stays where it is */
+    double drain_max_s;     /* the longest the run's end waits for its last bytes to be acked
+                               (run.c's drain: --connect-timeout, at least 0.3 s; 0: not
+                               known, and qw_timeouts_share is 0) */
 } qw_params;
 
 /* RFC 7323: the largest window a receiver with window scale `scale` can advertise (14 is
@@ -124,8 +127,11 @@ typedef enum {
                                rate rises with cwnd (qwbound.c, qw_growing) */
     QW_HOLD_LT_BW,          /* BBR held its long-term bandwidth (qw_window.lt_bw) further
                                below its bandwidth estimate from before than the tolerance */
-    QW_HOLD_RWND            /* the receiver's window held the rate, and may open further
+    QW_HOLD_RWND,           /* the receiver's window held the rate, and may open further
                                above it than the tolerance (qwbound.c, qw_rwnd_ceiling) */
+    QW_HOLD_TIMEOUTS        /* the streams share a pipe of fewer than two packets each: some
+                               is always in a retransmission timeout, and the run's end may
+                               wait for it (qwbound.c, qw_timeouts_share) */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -190,7 +196,9 @@ typedef enum {
     QW_BOUND_BW_RISING,         /* BBR's estimate still rose at the deadline: its line */
     QW_BOUND_STALLED,           /* nothing delivered in the window: from none to slow-start's */
     QW_BOUND_RWND,              /* the receiver's window held the rate: up to its largest */
-    QW_BOUND_REORDERING         /* the kernel undid a cut (reordering): cwnd's growth law */
+    QW_BOUND_REORDERING,        /* the kernel undid a cut (reordering): cwnd's growth law */
+    QW_BOUND_TIMEOUTS           /* the streams starve each other into retransmission
+                                   timeouts: the run's end may wait out the drain's limit */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */

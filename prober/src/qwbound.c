@@ -92,6 +92,33 @@ static double base_rtt_s(const qw_window *w)
     return (base ? base : w->slice_rtt_us) / 1e6;
 }
 
+/* The share of the run's figure its end may lose to streams starved into retransmission
+ * timeouts; 0 while the path holds two packets a stream. Outside a timeout Linux keeps every
+ * stream's cwnd at two packets or more (the ssthresh floor of Reno and CUBIC; BBR's least
+ * target is four), so with less of the path than that a stream (the BDP at the capacity seen
+ * plus the deepest queue) the streams' least flights overflow the buffer every round, losses
+ * come faster than two or three packets in flight can repair by duplicate ACKs, and some
+ * stream is always in a retransmission timeout, backed off (doubled at each one that fails:
+ * RFC 6298; many flows on a thin link, Morris 1997). The run's end waits for every stream's
+ * last bytes, and a stream starved at -t holds them until its backed-off timer fires, which
+ * can be later than the prober's drain waits: the figure is then the bytes by -t over -t and
+ * the whole drain. Eight BBR streams on 5 Mbit/s x 15 ms (a 2.5-BDP buffer at 9000-byte
+ * frames: 3.5 packets for eight) had six streams in a timeout with 55 packets outstanding
+ * through most of each run; the window read the link's 4.8 Mbit/s, and three of four 20 s
+ * runs waited out the 5 s drain for them: 4.02-4.13. */
+double qw_timeouts_share(const qw_window *w)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, base = base_rtt_s(w);
+    double queue = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    double pipe = qw_capacity_seen(w) * base * (1.0 + queue), end = w->slice_rtt_us / 1e6;
+
+    if (w->p.drain_max_s <= end || w->p.full_s <= 0 || pipe <= 0 ||
+        pipe >= 2.0 * mss * qw_streams(w))
+        return 0;
+    /* qw_predict's figure has the last bytes acked a smoothed RTT after -t */
+    return (w->p.drain_max_s - end) / (w->p.full_s + w->p.drain_max_s);
+}
+
 /* Smallest and largest of n rates. */
 static void range_of(const double *rate, int n, double *lo, double *hi)
 {
@@ -687,6 +714,8 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
     double stall = 0, rounds, rwnd, reorder;
+    /* the run's end waiting for streams starved into timeouts: on the figure, below only */
+    double starved = qw_timeouts_share(w) * pr->rate_bps;
     /* BBR's estimate as an upper end, read once: it scans every slice */
     double carried = w->p.bbr ? bbr_bw_carried(w) : 0;
     int nq = quarter_rates(w, q);
@@ -775,12 +804,16 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * (short: the quarters' range, 0.1 % on a flat BBR rate) keeps it too */
     b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
     b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
-    if (pr->end_frac > 0 || pr->tail_frac > 0) {
+    if (pr->end_frac > 0 || pr->tail_frac > 0 || starved > 0) {
         double e = pr->end_frac * pr->rate_bps, tail = pr->tail_frac * pr->rate_bps,
                dlo = pr->rate_bps - b.lo_bps, dhi = b.hi_bps - pr->rate_bps;
 
-        b.lo_bps = fmax(0, pr->rate_bps - sqrt(dlo * dlo + e * e + tail * tail));
+        b.lo_bps = fmax(0, pr->rate_bps -
+                               sqrt(dlo * dlo + e * e + tail * tail + starved * starved));
         b.hi_bps = pr->rate_bps + sqrt(dhi * dhi + e * e);
+        /* the wider side, and the drain's wait the most of it */
+        if (starved > dlo && pr->rate_bps - b.lo_bps > b.hi_bps - pr->rate_bps)
+            b.by = QW_BOUND_TIMEOUTS;
     }
     return b;
 }
@@ -846,6 +879,11 @@ static const struct {
                                             "Linux learns to tolerate it as the run goes on, so "
                                             "the upper end is where cwnd's growth could take "
                                             "the rate with no further cut" },
+    [QW_BOUND_TIMEOUTS] = { "timeouts", "the streams share fewer than two packets of the path "
+                                        "each, so some stream is always in a retransmission "
+                                        "timeout, backing off: the run's last bytes may wait "
+                                        "for it as long as the prober waits for them "
+                                        "(--connect-timeout), and the lower end is that wait" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

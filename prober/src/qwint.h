@@ -61,6 +61,10 @@ double qw_packets_measured(const qw_window *w);
 /* The window's parallel streams, at least 1. */
 int qw_streams(const qw_window *w);
 
+/* The share of the run's figure its end may lose waiting for streams starved into
+ * retransmission timeouts (qwbound.c); 0 when the pipe holds two packets a stream. */
+double qw_timeouts_share(const qw_window *w);
+
 /* qwdue.c */
 /* Keep the largest backlog of the last half to whole second (for the drain). */
 void qw_track_backlog(qw_window *w, const qw_sample *s);

@@ -288,13 +288,13 @@ static double drain(qp_run *r)
         s->drain_wnd_bytes = s->ti.snd_wnd_bytes;
         s->drain_wnd_t = now;
     }
-    /* Enough for what is queued at the rate seen so far, twice over; a receiver that
-     * stopped reading costs at most --connect-timeout. */
+    /* Enough for what is queued at the rate seen so far, twice over, up to
+     * run_drain_max_s. */
     rate = r->last_t > 0 ? (double)r->last_acked / r->last_t : 0;
     limit = fmax(0.3, 4.0 * rtt_us / 1e6);
     if (rate > 0)
         limit = fmax(limit, 2.0 * (double)queued / rate);
-    limit = fmin(limit, fmax(0.3, r->o->connect_timeout_s));
+    limit = fmin(limit, run_drain_max_s(r->o));
     /* A quick answer is promised by its deadline: the window closed the drain's foreseen time
      * before it, and a drain that takes longer (a tail loss repaired by a timeout that backs
      * off) ends there, so the server's count falls short instead of the answer coming late;

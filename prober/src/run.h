@@ -135,6 +135,13 @@ int run_init(qp_run *r, const qp_opts *o, qp_err *e);
 /* Connect and run the whole test, printing events; 0 or -1 with e set. */
 int run_test(qp_run *r, qp_err *e);
 
+/* The longest the end of a run waits for its written bytes to be acked, seconds. */
+static inline double run_drain_max_s(const qp_opts *o)
+{
+    /* a receiver that stopped reading costs at most --connect-timeout */
+    return o->connect_timeout_s > 0.3 ? o->connect_timeout_s : 0.3;
+}
+
 /* Close every socket and free r. */
 void run_free(qp_run *r);
 

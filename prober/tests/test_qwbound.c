@@ -976,6 +976,49 @@ static void test_own_climb_to_the_link_is_no_level(void)
     CHECK(a.by == QW_BOUND_RANDOM_LOSS && a.lo_bps > 0.75 * fig);
 }
 
+/* Eight BBR streams on 2 Mbit/s x 20 ms with no queue: 5000 bytes of path, 3.5 packets for
+ * eight streams that each keep two or more outside a timeout, so some stream is always in
+ * one, and a 20 s run's end may wait out the whole 5 s drain for it: the lower side takes
+ * (5 - 0.02) / 25 of the figure in quadrature with the rest, names it, and holds the window
+ * open. One stream on the same path (3.5 packets for one), eight on 100 Mbit/s, or a drain
+ * limit not known: nothing. */
+static void test_streams_starved_into_timeouts_lower_the_figure(void)
+{
+    qw_params p = bbr_params();
+    qw_prediction pr0, pr;
+    qw_bounds b0, b;
+    double starved;
+
+    p.streams = 8;
+    p.max_s = 4.0;
+    p.full_s = 20;
+    ns = 0;
+    run_at(4.5, 2e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)2e6);
+    pr0 = feed_all(&p, 20);
+    b0 = qw_bound(&w, &pr0);
+    CHECK(qw_timeouts_share(&w) == 0 && w.hold != QW_HOLD_TIMEOUTS);
+    p.drain_max_s = 5.0;
+    pr = feed_all(&p, 20);
+    CHECK_NEAR(qw_timeouts_share(&w), 4.98 / 25, 1e-12);
+    CHECK(w.state != QW_CONVERGED && w.hold == QW_HOLD_TIMEOUTS);
+    CHECK_STR(qw_hold_name(w.hold), "timeouts");
+    b = qw_bound(&w, &pr);
+    starved = 4.98 / 25 * pr.rate_bps;
+    CHECK_NEAR(pr.rate_bps, pr0.rate_bps, 1e-6);
+    CHECK_NEAR(b.hi_bps, b0.hi_bps, 1e-6);
+    CHECK_NEAR(pr.rate_bps - b.lo_bps, sqrt(pow(pr0.rate_bps - b0.lo_bps, 2) + starved * starved), 1e-6);
+    CHECK(b.by == QW_BOUND_TIMEOUTS);
+    CHECK_STR(qw_bound_name(b.by), "timeouts");
+    p.streams = 1;
+    feed_all(&p, 20);
+    CHECK(qw_timeouts_share(&w) == 0);
+    p.streams = 8;
+    ns = 0;
+    run_at(4.5, 100e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)100e6);
+    feed_all(&p, 20);
+    CHECK(qw_timeouts_share(&w) == 0);
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
@@ -997,5 +1040,6 @@ int main(void)
     test_tail_loss_lowers_the_lower_side();
     test_stalled_window_still_answers();
     test_own_climb_to_the_link_is_no_level();
+    test_streams_starved_into_timeouts_lower_the_figure();
     return check_done();
 }
