@@ -133,14 +133,24 @@ static ss_rule ss_paper_poll(ss_detector *d, const ss_sample *s)
 }
 
 /* The kernel left slow-start itself: ssthresh set (loss, HyStart) and cwnd has reached it,
- * and no cwnd reduction is under way. */
+ * and no cwnd reduction is under way; or a retransmission timeout set it. */
 static ss_rule ss_ssthresh_test(const ss_detector *d, const ss_sample *s)
 {
     /* BBR never sets ssthresh; a value there comes from the tcp_metrics cache of an
      * earlier Reno / CUBIC connection to the same host and means nothing to BBR. */
     if (d->cc == SS_CC_BBR)
         return SS_RULE_NONE;
-    if (s->ssthresh_bytes == 0 || s->cwnd_bytes == 0 || s->cwnd_bytes < s->ssthresh_bytes)
+    if (s->ssthresh_bytes == 0 || s->cwnd_bytes == 0)
+        return SS_RULE_NONE;
+    /* A retransmission timeout (ca_state Loss) set ssthresh and restarted cwnd from one
+     * packet: the climb back to ssthresh is its loss recovery, not slow-start, and a
+     * stream starved into timeouts never finishes it (several streams sharing a path of
+     * fewer than two packets each: one stream of eight CUBIC streams on 10 Mbit/s x 8 ms
+     * stayed in Loss, cwnd 1 below an ssthresh of 7, for all 20 s, and no run entered quick
+     * mode). The quick window waits out recoveries before it measures (quickwin.h). */
+    if (s->ca_state == SS_CA_LOSS)
+        return SS_RULE_SSTHRESH_SET;
+    if (s->cwnd_bytes < s->ssthresh_bytes)
         return SS_RULE_NONE;
     /* Right after a loss PRR still holds cwnd above the new ssthresh and brings it down
      * over the recovery: a quick window opened then measures the recovery, not the path

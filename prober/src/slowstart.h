@@ -28,13 +28,16 @@ typedef struct {
                                    3 Recovery, 4 Loss */
 } ss_sample;
 
+#define SS_CA_LOSS 4                /* tcpi_ca_state after a retransmission timeout */
+
 /* Which rule ended slow-start. Names match the JSON "rule" strings. */
 typedef enum {
     SS_RULE_NONE = 0,
     SS_RULE_PAPER_CWND_STABLE,  /* old >= 4 MSS and |new - old| < 3 MSS over 2 x RTT */
     SS_RULE_PAPER_SMALL_CWND,   /* old < 4 MSS and new == old */
     SS_RULE_SSTHRESH_SET,       /* kernel set ssthresh (loss, HyStart) and cwnd >= ssthresh,
-                                   with no cwnd reduction (recovery) under way */
+                                   with no cwnd reduction (recovery) under way; or a
+                                   retransmission timeout set it (ca_state Loss) */
     SS_RULE_BBR_PLATEAU,        /* BBR startup over: the kernel's own verdict when
                                    bbr_pacing_gain is known, or delivery rate grew < 25 %
                                    over 3 rounds, loss recoveries or not */
