@@ -186,6 +186,25 @@ static void test_lossy_never_stable(void)
     expect_never(&z, SS_ALGO_AUTO, SS_CC_CUBIC, __LINE__);
 }
 
+/* The lossy series again as the kernel reports it: each cwnd of 1 follows a retransmission
+ * timeout (ca_state Loss, which set ssthresh). The timeout ends slow-start for Reno and CUBIC
+ * at the first such sample; a Recovery (3) at cwnd 1 does not, and the paper's rule alone
+ * still never decides. */
+static void test_timeout_ends_slow_start(void)
+{
+    series z = {.n = 0};
+    for (int i = 0; i < 200; i++) {
+        push(&z, 0.02 * (i + 1), i % 2 ? 4 : 1, i >= 6 ? 8 : 0, 10000, 0);
+        z.s[i].ca_state = i >= 6 && i % 2 == 0 ? SS_CA_LOSS : 0;
+    }
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_RENO, SS_RULE_SSTHRESH_SET, 6, 0.14, __LINE__);
+    expect_fire(&z, SS_ALGO_AUTO, SS_CC_CUBIC, SS_RULE_SSTHRESH_SET, 6, 0.14, __LINE__);
+    expect_never(&z, SS_ALGO_PAPER, SS_CC_RENO, __LINE__);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].ca_state = z.s[i].ca_state ? 3 : 0;
+    expect_never(&z, SS_ALGO_AUTO, SS_CC_RENO, __LINE__);
+}
+
 /* CUBIC HyStart: exit at 200 MSS without loss (ssthresh := cwnd), then slow cubic growth. */
 static void test_cubic_hystart_exit(void)
 {
@@ -645,6 +664,7 @@ int main(void)
     test_rwnd_limited_flat_cwnd();
     test_tiny_localhost_cwnd();
     test_lossy_never_stable();
+    test_timeout_ends_slow_start();
     test_cubic_hystart_exit();
     test_cached_ssthresh_not_reached();
     test_bbr_startup_plateau();
