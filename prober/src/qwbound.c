@@ -102,10 +102,10 @@ static double base_rtt_s(const qw_window *w)
  * RFC 6298; many flows on a thin link, Morris 1997). The run's end waits for every stream's
  * last bytes, and a stream starved at -t holds them until its backed-off timer fires, which
  * can be later than the prober's drain waits: the figure is then the bytes by -t over -t and
- * the whole drain. Eight BBR streams on 5 Mbit/s x 15 ms (a 2.5-BDP buffer at 9000-byte
- * frames: 3.5 packets for eight) had six streams in a timeout with 55 packets outstanding
- * through most of each run; the window read the link's 4.8 Mbit/s, and three of four 20 s
- * runs waited out the 5 s drain for them: 4.02-4.13. */
+ * the whole drain. Eight BBR streams on 5 Mbit/s x 15 ms (a 27 kB buffer at 9000-byte
+ * frames: four packets of path for eight) had six streams in a timeout with 55 packets
+ * outstanding through most of each run; the window read the link's 4.8 Mbit/s, and three
+ * of four 20 s runs waited out the 5 s drain for them: 4.02-4.13. */
 double qw_timeouts_share(const qw_window *w)
 {
     double mss = w->mss_bytes ? w->mss_bytes : 1448, base = base_rtt_s(w);
