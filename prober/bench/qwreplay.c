@@ -24,6 +24,7 @@
  * qw_plan_checks) begin with C. */
 #include "opts.h"
 #include "quickwin.h"
+#include "run.h"
 #include "slowstart.h"
 
 #include <jansson.h>
@@ -302,8 +303,9 @@ static void start(replay *r, const json_t *ev)
                         .sample_s = num(params, "sample_ms") / 1000.0,
                         .beta = r->cubic ? 717.0 / 1024 : 0.5, .streams = r->nstreams,
                         .deadline_rtts = g_set.deadline_rtts, .full_s = r->time_s };
-    /* run.c's drain limit (run_drain_max_s): --connect-timeout, at least 0.3 s */
-    r->p.drain_max_s = fmax(0.3, num(params, "connect_timeout_s"));
+    /* the longest the recorded run's drain could wait, by the prober's own rule */
+    r->p.drain_max_s =
+        run_drain_max_s(&(qp_opts){ .connect_timeout_s = num(params, "connect_timeout_s") });
     /* iperf3's server sets SO_RCVBUF to a window the client asks for, which stops its
      * autotuning; iperf 2's takes its own -w, which the client cannot see */
     r->p.rwnd_fixed = num(params, "window_requested_bytes") > 0 && proto &&

@@ -108,12 +108,14 @@ static double base_rtt_s(const qw_window *w)
  * of four 20 s runs waited out the 5 s drain for them: 4.02-4.13. */
 double qw_timeouts_share(const qw_window *w)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, base = base_rtt_s(w);
-    double queue = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
-    double pipe = qw_capacity_seen(w) * base * (1.0 + queue), end = w->slice_rtt_us / 1e6;
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, end = w->slice_rtt_us / 1e6, pipe;
 
-    if (w->p.drain_max_s <= end || w->p.full_s <= 0 || pipe <= 0 ||
-        pipe >= 2.0 * mss * qw_streams(w))
+    /* the cheap tests first: the window asks at every check, and the capacity scans slices */
+    if (w->p.drain_max_s <= end || w->p.full_s <= 0)
+        return 0;
+    pipe = qw_capacity_seen(w) * base_rtt_s(w) *
+           (1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us)));
+    if (pipe <= 0 || pipe >= 2.0 * mss * qw_streams(w))
         return 0;
     /* qw_predict's figure has the last bytes acked a smoothed RTT after -t */
     return (w->p.drain_max_s - end) / (w->p.full_s + w->p.drain_max_s);
