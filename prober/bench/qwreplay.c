@@ -132,7 +132,7 @@ static void aggregate(replay *r, const json_t *ev)
             uint32_t tr = (uint32_t)num(st, "total_retrans");
             int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst);
 
-            r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m);
+            r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m, r->ssthresh[i]);
             q->overshoot_recovery |= r->overshoot[i];
             q->ssthresh_set |= set;
             int began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);

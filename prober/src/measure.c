@@ -124,7 +124,7 @@ static void sample_stream(qp_stream *s, double t, int bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
         s->ti.has_bbr ? qw_bbr_mode_from_gains(s->ti.bbr_pacing_gain, s->ti.bbr_cwnd_gain)
-                      : QW_BBR_NONE);
+                      : QW_BBR_NONE, ssthresh0);
     s->acked = s->ti.bytes_acked > s->preamble_bytes ? s->ti.bytes_acked - s->preamble_bytes : 0;
     s->sent = stream_sent(s);
     if (s->ti.snd_wnd_bytes > s->max_snd_wnd_bytes)

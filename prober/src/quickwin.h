@@ -78,8 +78,8 @@ typedef struct {
                                    cwnd still reduced (qw_cut_step) */
     uint32_t cuts_undone;       /* ... and with the reduction undone: the kernel found the
                                    loss spurious (0 and 0: not known, every cut kept) */
-    int overshoot_recovery;     /* BBR: some stream is still in a recovery it entered in
-                                   STARTUP or DRAIN (qw_overshoot_step) */
+    int overshoot_recovery;     /* some stream is still in a recovery it entered in its
+                                   slow-start (qw_overshoot_step) */
     qw_bbr_mode bbr_mode;       /* the least steady mode over the streams */
     uint64_t bw_bps;            /* BBR's bandwidth estimates summed (0: not BBR / unknown) */
     int bbr_cruising;           /* every stream in PROBE_BW pacing at gain 1 (qw_bbr_cruising) */
@@ -485,8 +485,10 @@ int qw_bbr_cruising(uint32_t pacing_gain, uint32_t cwnd_gain);
 const char *qw_bbr_mode_name(qw_bbr_mode m);
 
 /* One stream's overshoot_recovery at a sample, from the previous one: in a loss recovery
- * that began while it was in STARTUP or DRAIN (and has not ended since). */
-int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode);
+ * that began in its slow-start (and has not ended since). BBR's slow-start is STARTUP and
+ * DRAIN (mode); a Reno or CUBIC stream (mode QW_BBR_NONE) was in it while its ssthresh at
+ * the sample before, ssthresh_prev_bytes, was never set (0): its first loss ends it. */
+int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode, uint64_t ssthresh_prev_bytes);
 
 /* 1 if a stream's ssthresh (bytes, 0 never set) is set anew: now differs from prev. Reno
  * and CUBIC set it to beta x cwnd on every loss they answer, above the last one's when cwnd

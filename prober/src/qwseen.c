@@ -189,9 +189,12 @@ const char *qw_bbr_mode_name(qw_bbr_mode m)
 }
 
 /* One stream's overshoot_recovery at a sample, from the previous one (see quickwin.h). */
-int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode)
+int qw_overshoot_step(int prev, int in_recovery, qw_bbr_mode mode, uint64_t ssthresh_prev_bytes)
 {
-    return in_recovery && (prev || mode == QW_BBR_STARTUP || mode == QW_BBR_DRAIN);
+    int in_ss = mode != QW_BBR_NONE ? mode == QW_BBR_STARTUP || mode == QW_BBR_DRAIN
+                                    : ssthresh_prev_bytes == 0;
+
+    return in_recovery && (prev || in_ss);
 }
 
 /* 1 if a stream's ssthresh is set anew: now differs from prev (quickwin.h). */

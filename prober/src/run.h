@@ -29,7 +29,7 @@ typedef struct {
     uint64_t lowat_bytes;           /* TCP_NOTSENT_LOWAT set, 0 = kernel default */
     uint32_t drain_wnd_bytes;       /* window at the last change seen while draining */
     double drain_wnd_t;             /* when it last changed */
-    int overshoot_recovery;         /* in a recovery begun in BBR's STARTUP or DRAIN */
+    int overshoot_recovery;         /* in a recovery begun in its slow-start */
     int ssthresh_set;               /* ssthresh set anew since the sample before */
     int began_event;                /* began a congestion event since it (qw_stream_event) */
     qw_cut_track cut_track;         /* its open congestion event */

@@ -1030,13 +1030,18 @@ static void test_bbr_overshoot_recovery_waits(void)
     qw_params p = defaults(1);
     int over = 0, end;
 
-    CHECK(qw_overshoot_step(0, 1, QW_BBR_STARTUP) == 1);
-    CHECK(qw_overshoot_step(0, 1, QW_BBR_DRAIN) == 1);
-    CHECK(qw_overshoot_step(1, 1, QW_BBR_PROBE_BW) == 1);
-    CHECK(qw_overshoot_step(1, 0, QW_BBR_PROBE_BW) == 0);
-    CHECK(qw_overshoot_step(0, 1, QW_BBR_PROBE_BW) == 0);
-    CHECK(qw_overshoot_step(0, 1, QW_BBR_PROBE_RTT) == 0);
-    CHECK(qw_overshoot_step(0, 1, QW_BBR_NONE) == 0);
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_STARTUP, 0) == 1);
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_DRAIN, 0) == 1);
+    CHECK(qw_overshoot_step(1, 1, QW_BBR_PROBE_BW, 0) == 1);
+    CHECK(qw_overshoot_step(1, 0, QW_BBR_PROBE_BW, 0) == 0);
+    /* BBR never sets ssthresh: its mode, not that, says where its slow-start is */
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_PROBE_BW, 0) == 0);
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_PROBE_RTT, 0) == 0);
+    /* Reno / CUBIC: the first loss (ssthresh never set before it) is slow-start's overshoot */
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_NONE, 0) == 1);
+    CHECK(qw_overshoot_step(1, 1, QW_BBR_NONE, 40 * MSS) == 1);
+    CHECK(qw_overshoot_step(1, 0, QW_BBR_NONE, 40 * MSS) == 0);
+    CHECK(qw_overshoot_step(0, 1, QW_BBR_NONE, 40 * MSS) == 0);
     z.n = 0;
     for (int i = 0; i < 5; i++)
         push(100e6, 300 * MSS, 20000, 1, QW_BBR_STARTUP);
@@ -1045,7 +1050,7 @@ static void test_bbr_overshoot_recovery_waits(void)
     for (int i = 0; i < 300; i++)
         push(100e6, 400 * MSS, 20000, i % 4 != 0, QW_BBR_PROBE_BW);
     for (int i = 0; i < z.n; i++) {
-        over = qw_overshoot_step(over, z.s[i].in_recovery, z.s[i].bbr_mode);
+        over = qw_overshoot_step(over, z.s[i].in_recovery, z.s[i].bbr_mode, 0);
         z.s[i].overshoot_recovery = over;
     }
     CHECK(z.s[9].overshoot_recovery && !z.s[10].overshoot_recovery);
@@ -1075,6 +1080,43 @@ static void test_bbr_overshoot_recovery_waits(void)
     qw_open(&w, &p, 0.1, 300 * MSS, 1);
     feed_from(0);
     CHECK(qw_start_t(&w) >= 0.1 + 0.16 - 1e-9 && qw_start_t(&w) < 0.1 + 0.16 + 0.02);
+}
+
+/* Several Reno streams with a few packets of path each: some stream is in a recovery at
+ * every sample, and that is the aggregate's steady state. The window waits out only the
+ * recovery their slow-starts' overshoot began (overshoot_recovery), for at most 8 min RTTs,
+ * where it used to wait until half of --quick-max-ms; one stream's recovery, the whole
+ * flow's cut, still blocks. */
+static void test_reno_streams_recoveries_after_the_overshoot_do_not_block(void)
+{
+    qw_params p = defaults(0);
+
+    p.beta = 0.5;
+    p.streams = 16;
+    z.n = 0;
+    for (int i = 0; i < 6; i++)     /* the overshoot's recovery */
+        push(5e6, 40 * MSS, 30000, 1, QW_BBR_NONE);
+    for (int i = 0; i < 300; i++)   /* one stream or another always in a recovery */
+        push(5e6, 40 * MSS, 30000, 1, QW_BBR_NONE);
+    for (int i = 0; i < z.n; i++)
+        z.s[i].overshoot_recovery = i < 6;
+    qw_open(&w, &p, 0.0, 40 * MSS, 1);
+    feed_from(0);
+    CHECK_NEAR(qw_start_t(&w), z.s[6].t_s, 1e-12);
+    CHECK_NEAR(qw_result(&w)->rate_bps, 5e6, 5e6 * 0.01);
+    /* an overshoot recovery that never ends is waited for 8 x 30 ms after the window opened */
+    for (int i = 0; i < z.n; i++)
+        z.s[i].overshoot_recovery = 1;
+    qw_open(&w, &p, 0.0, 40 * MSS, 1);
+    feed_from(0);
+    CHECK(qw_start_t(&w) >= 0.24 - 1e-9 && qw_start_t(&w) < 0.24 + 0.02);
+    /* one stream: every recovery is the flow's cut, and half of --quick-max-ms is waited */
+    p.streams = 1;
+    for (int i = 0; i < z.n; i++)
+        z.s[i].overshoot_recovery = i < 6;
+    qw_open(&w, &p, 0.0, 40 * MSS, 1);
+    feed_from(0);
+    CHECK(qw_start_t(&w) >= 2.5 - 1e-9 && qw_start_t(&w) < 2.5 + 0.02);
 }
 
 /* BBR whose STARTUP ended below the link's rate climbs towards it one probe at a time, its
@@ -1647,6 +1689,7 @@ int main(int argc, char **argv)
     test_bbr_probe_rtt_excluded();
     test_bbr_recovery_is_steady_state();
     test_bbr_overshoot_recovery_waits();
+    test_reno_streams_recoveries_after_the_overshoot_do_not_block();
     test_bbr_rising_bandwidth_estimate_holds();
     test_bbr_summed_estimates_above_rate_do_not_hold();
     test_bbr_plateau_is_a_level();
