@@ -322,6 +322,6 @@ QUICK_HOLDS = {
     "growing": "cwnd was still growing with no standing queue: the link was not full yet",
     "lt_bw": "BBR held its long-term bandwidth (its policer mode), below its estimate from before",
     "receiver_window": "the server's receive window, not the path, held the rate, and the server may open it",
-    "timeouts": "the streams share too little of the path: some is always in a retransmission timeout, "
-    "and the test's end may wait for it",
+    "timeouts": "some stream was in a retransmission timeout most of the time (the streams share too "
+    "little of the path), and the test's end may wait for one",
 }

@@ -113,6 +113,7 @@ static void aggregate(replay *r, const json_t *ev)
         q->cwnd_bytes += (uint64_t)num(st, "cwnd_bytes");
         q->retrans += (uint32_t)num(st, "total_retrans");
         q->in_recovery |= num(st, "ca_state") >= 2;
+        q->in_timeout |= num(st, "ca_state") == SS_CA_LOSS;
         q->limited_us += ((uint64_t)num(st, "rwnd_limited_us") +
                           (uint64_t)num(st, "sndbuf_limited_us")) / (n ? n : 1);
         q->rwnd_limited_us += (uint64_t)num(st, "rwnd_limited_us") / (n ? n : 1);

@@ -189,6 +189,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         q->cwnd_bytes += ti->cwnd_bytes;
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;
+        q->in_timeout |= ti->ca_state == SS_CA_LOSS;
         q->overshoot_recovery |= r->streams[i].overshoot_recovery;
         q->ssthresh_set |= r->streams[i].ssthresh_set;
         q->stream_events += (uint32_t)r->streams[i].began_event;

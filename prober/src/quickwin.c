@@ -112,8 +112,9 @@ static const struct {
     [QW_HOLD_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate, "
                                           "and the receiver may open it" },
     [QW_HOLD_TIMEOUTS] = { "timeouts", "the streams share fewer than two packets of the path "
-                                       "each: some stream is always in a retransmission "
-                                       "timeout, and the run's end may wait for it" },
+                                       "each, or some stream was in a retransmission timeout "
+                                       "at most samples: one may be at the run's end, which "
+                                       "then waits for it" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -606,6 +607,8 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         return w->state;
     }
     qw_count_events(w, s);
+    w->samples++;
+    w->timeout_samples += s->in_timeout != 0;
     if (s->bbr_mode == QW_BBR_PROBE_RTT)
         w->slice_probe_rtt = 1;
     if (s->bbr_mode != QW_BBR_PROBE_BW)

@@ -69,6 +69,7 @@ typedef struct {
     uint32_t min_rtt_us;        /* smallest min RTT (BBR's own when known) */
     uint32_t retrans;           /* total retransmissions so far */
     int in_recovery;            /* some stream in CWR, Recovery or Loss (ca_state >= 2) */
+    int in_timeout;             /* some stream in a retransmission timeout (ca_state Loss) */
     int ssthresh_set;           /* some stream's cc set its ssthresh anew since the sample
                                    before (qw_ssthresh_set): it answered a loss */
     uint32_t stream_events;     /* streams that began a congestion event since the sample
@@ -273,6 +274,8 @@ typedef struct {
     uint64_t rwnd_max_bytes;    /* ... and the largest */
     uint64_t rwnd_top_bytes;    /* the latest sample's rwnd_top_bytes */
     double max_queue;           /* largest standing queue seen, in BDPs */
+    uint32_t samples;           /* samples since measuring began */
+    uint32_t timeout_samples;   /* ... with some stream in a retransmission timeout */
     uint32_t seen_rtt_us;       /* largest smoothed RTT before the window opened (over
                                    the streams: slow-start's overshoot), 0 unknown */
     uint64_t ss_bdp_bytes;      /* slow-start's least bound on the BDP, bytes (qw_seen_bdp),

@@ -1017,6 +1017,19 @@ static void test_streams_starved_into_timeouts_lower_the_figure(void)
     run_at(4.5, 100e6, 20000, 20000, QW_BBR_PROBE_BW, (uint64_t)100e6);
     feed_all(&p, 20);
     CHECK(qw_timeouts_share(&w) == 0);
+    /* the same fast path with some stream in a timeout (ca_state Loss) at most samples: the
+     * kernel's own reading of starvation, whatever the packets a stream read */
+    for (int i = 0; i < ns; i++)
+        s[i].in_timeout = i % 3 != 0;
+    feed_all(&p, 20);
+    CHECK(w.samples > 0 && 2 * w.timeout_samples > w.samples);
+    CHECK_NEAR(qw_timeouts_share(&w), 4.98 / 25, 1e-12);
+    /* at a third of them: a timeout now and then, not the streams' steady state */
+    for (int i = 0; i < ns; i++)
+        s[i].in_timeout = i % 3 == 0;
+    feed_all(&p, 20);
+    CHECK(w.timeout_samples > 0 && 2 * w.timeout_samples <= w.samples);
+    CHECK(qw_timeouts_share(&w) == 0);
 }
 
 int main(void)

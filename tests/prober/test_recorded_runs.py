@@ -223,13 +223,15 @@ def test_recorded_bbr_part_of_a_gain_cycle_reaches_its_estimate(replayed):
     # bandwidth estimate, so the upper side reaches the streams' summed estimate (12.5), up to
     # the fastest the four streams delivered together over a slice (10.75); and the window's
     # 2.4 rounds may have held a probe at gain 1.25, so the lower side reaches 2.4 / 2.65 of
-    # the rate.
+    # the rate. Some stream was in a retransmission timeout at most of the window's samples
+    # (the 20 s run's end waited 0.61 s for one), so the lower side also allows the drain's
+    # wait for one (the timeouts term, in quadrature): 8.10 before that reading, now 6.98.
     r = replayed["bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl"]
     assert float(r["truth_mbps"]) == pytest.approx(9.552, abs=0.001)
     assert r["answered"] == "1" and r["batches"] == "0"
     assert r["bound_by"] == "bbr_cycle"
     assert float(r["figure_mbps"]) == pytest.approx(8.838, abs=0.001)
-    assert float(r["lo_mbps"]) == pytest.approx(8.098, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(6.980, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(10.753, abs=0.001)
     assert r["covered"] == "1"
 
