@@ -114,10 +114,11 @@ double qw_timeouts_share(const qw_window *w)
     /* the cheap tests first: the window asks at every check, and the capacity scans slices */
     if (w->p.drain_max_s <= end || w->p.full_s <= 0)
         return 0;
-    /* or read directly: some stream was in a timeout (ca_state Loss) at most samples, where
-     * the path held two packets a stream by the reading above, or nearly (16 Reno streams
-     * on 5 Mbit/s x 30 ms, 1500 B: 2.02 a stream, some stream in Loss at every sample, and
-     * the 20 s runs' ends waited 0.8-1.6 s, 4.6 against 4.8 Mbit/s read) */
+    /* The kernel's own reading first: some stream in a timeout (ca_state Loss) at most
+     * samples is the starvation the packet count below infers, also where that count reads
+     * two packets a stream or a little more (16 Reno streams on 5 Mbit/s x 30 ms, 1500 B:
+     * 2.02 a stream, some stream in Loss at every sample, and the 20 s runs' ends waited
+     * 0.8-1.6 s, 4.6 against 4.8 Mbit/s read). */
     if (2 * w->timeout_samples <= w->samples) {
         pipe = qw_capacity_seen(w) * base_rtt_s(w) *
                (1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us)));
