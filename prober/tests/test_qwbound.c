@@ -156,7 +156,8 @@ static double descent_fine(double w0, double rate, double floor_rate, double p, 
 
 /* CUBIC at 95 Mbit/s x 40 ms with 1448-byte segments and a one-BDP queue (cwnd 2 BDP, 656
  * packets), no loss in 4 s: the 32,800 packets leave loss-event rates up to 3 / n open, at
- * which CUBIC's long run is half the link. But each loss cuts cwnd by 0.7 only, and they
+ * which CUBIC's long run (its window at the 40 ms round trip with no queue) is 0.39 of the
+ * link. But each loss cuts cwnd by 0.7 only, and they
  * come at p per packet: with no growth between them cwnd falls as exp(-p (1 - beta) x
  * packets sent) (at the link's rate while above the BDP, 3 s, then at cwnd / min RTT), which
  * takes 7 s to reach the floor's window, not none; the growth between them (to the mean
@@ -179,7 +180,7 @@ static void test_random_loss_floor_reached_by_descent(void)
     floor_rate = qw_loss_floor(&w, cap, &by);
     CHECK(by == QW_BOUND_RANDOM_LOSS);
     rate = w.est.rate_bps / 8;
-    CHECK(floor_rate > 0.45 * rate && floor_rate < 0.55 * rate);
+    CHECK(floor_rate > 0.35 * rate && floor_rate < 0.45 * rate);
     loss = 3.0 / ((double)(w.delivered_bytes - w.start_delivered) / MSS);
     w0 = 656.0 * MSS;
     w_bdp = rate * 0.04;
@@ -195,7 +196,7 @@ static void test_random_loss_floor_reached_by_descent(void)
     fine = descent_fine(w0, rate, floor_rate, loss, 0.7, 0.04, done, to_go, pr.rest_s);
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_RANDOM_LOSS);
-    CHECK_NEAR(b.lo, fine, fine * 0.002);
+    CHECK_NEAR(b.lo, fine, fine * 0.003);
     /* the growth between losses lifts the lower end above the descent without it */
     CHECK(b.lo > lo * 1.02);
     CHECK(b.lo > 0.65 * rate);
@@ -1032,11 +1033,41 @@ static void test_streams_starved_into_timeouts_lower_the_figure(void)
     CHECK(qw_timeouts_share(&w) == 0);
 }
 
+/* CUBIC's window under random loss grows with the round trip (RFC 9438), and a flow that
+ * the loss holds below the link's rate keeps no queue: the floor reads the loss response at
+ * the round trip with no queue (100 ms), not the smoothed RTT with a standing queue
+ * (200 ms), which would read the window 2^0.75 = 1.68 x larger (at these rates CUBIC's own
+ * region, not its Reno-friendly one: 1.2247 / sqrt(p) is the smaller). */
+static void test_random_loss_floor_at_the_round_trip_with_no_queue(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 2.0, .sample_s = 0.02,
+                    .beta = 0.7, .streams = 1 };
+    qw_bound_by by;
+    double n, cap = 100e6 / 8, loss, top, want;
+
+    ns = 0;
+    cwnd_pkts = 80;
+    run_at(3.0, 100e6, 200000, 100000, QW_BBR_NONE, 0);
+    feed_all(&p, 20);
+    n = (double)(w.delivered_bytes - w.start_delivered) / MSS;
+    loss = 3.0 / n;
+    CHECK(qw_loss_window_pkts(1, loss, 0.1) > 1.2247 / sqrt(loss));
+    CHECK_NEAR(qw_loss_window_pkts(1, loss, 0.2), pow(2, 0.75) * qw_loss_window_pkts(1, loss, 0.1),
+               1e-9);
+    top = 2.0 / 1.7 * qw_loss_window_pkts(1, loss, 0.1) * MSS / (cap * 0.1);
+    CHECK(top < 1.0);
+    want = qw_sawtooth_share(0.7, top) * cap;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    cwnd_pkts = 100;
+}
+
 int main(void)
 {
     test_sawtooth_share_and_loss_response_exact();
     test_random_loss_floor_from_packets_seen();
     test_random_loss_floor_reached_by_descent();
+    test_random_loss_floor_at_the_round_trip_with_no_queue();
     test_incomplete_sawtooth_floor();
     test_levels_span_the_rates_seen();
     test_bbr_estimate_caps_and_short_window();

@@ -61,12 +61,14 @@ def test_recorded_cubic_reordered_probe_is_no_loss(replayed):
     # bulk flow reorders): 20 ms after slow-start ended, one retransmission in Disorder with
     # ssthresh unchanged, and none after it. CUBIC did not answer it, so it is no congestion
     # event and does not restart the loss-free count: counted as one, it was a "random loss"
-    # that held the lower side at 108.5 Mbit/s (+-56 %).
+    # that held the lower side at 108.5 Mbit/s (+-56 %). With none, the lower side is what
+    # a loss rate the packets seen leave open would do, CUBIC's window read at the round trip
+    # with no queue (192.9 at the smoothed RTT's, a standing queue included).
     r = replayed["cubic-250M-60ms-netem-jitter.validate.jsonl"]
     assert float(r["truth_mbps"]) == pytest.approx(242.411, abs=0.001)
     assert r["answered"] == "1" and r["bound_by"] == "random_loss"
-    assert float(r["lo_mbps"]) == pytest.approx(192.894, abs=0.001)
-    assert float(r["ci_pct"]) < 25
+    assert float(r["lo_mbps"]) == pytest.approx(181.555, abs=0.001)
+    assert float(r["ci_pct"]) < 26
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
 
 
