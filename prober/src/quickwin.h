@@ -214,7 +214,7 @@ typedef struct {
 typedef struct {
     int pending;                /* an event counted, its outcome not yet known */
     uint32_t kept, undone;      /* its streams' outcomes so far (qw_sample.cuts_kept, ...) */
-    uint32_t events, random_events, random_stream_events;
+    uint32_t events, random_events, random_stream_events, stream_events;
     double event_t, loss_queue;
     uint64_t cwnd_low_bytes, top_cut_bytes, run_peak, clean_from_bytes;
     int npeaks;
@@ -255,6 +255,7 @@ typedef struct {
     uint32_t random_stream_events;  /* ... counted stream by stream (qw_sample.stream_events):
                                    with several streams one's recovery overlaps another's,
                                    and the aggregate counts them as one */
+    uint32_t stream_events;     /* every congestion event, stream by stream, random or not */
     int prev_recovery;
     qw_event_mark mark;         /* the latest event, until its cut is known kept or undone */
     uint32_t undone_events;     /* events whose cut the kernel undid: taken back (qwundo.c) */

@@ -48,6 +48,8 @@ int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retr
 void qw_mark_event(qw_window *w);
 /* Add s's streams' outcomes to the marked event; take it back once all undid their cut. */
 void qw_settle_event(qw_window *w, const qw_sample *s);
+/* 1 if the queue at a loss can tell a random loss from a full buffer's (qwundo.c). */
+int qw_queue_tells_random(const qw_window *w);
 /* Count a congestion event at its first sample and follow the queue it came at. */
 void qw_count_events(qw_window *w, const qw_sample *s);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */

@@ -110,11 +110,14 @@ def test_recorded_cubic8_lossy_counts_every_streams_loss(replayed):
     assert r["answered"] == "1" and r["bound_by"] == "random_loss"
     assert float(r["lo_mbps"]) <= float(r["truth_mbps"]) <= float(r["hi_mbps"])
     assert float(r["lo_mbps"]) < 32
-    # the answer follows the streams' cwnd down at that loss rate: 35.1, where the rate the
+    # the answer follows the streams' cwnd down at that loss rate: 32.6, where the rate the
     # window measured (the recording's 42.5) was 32 % over the 20 s figure (34.4 while the
-    # window waited for a sample with no stream in any recovery, not only in slow-start's)
+    # window waited for a sample with no stream in any recovery, not only in slow-start's;
+    # 35.1 while only the losses the queue read as random counted: with eight streams on a
+    # 1-BDP buffer a cut moves the queue too little to tell a random loss from a full
+    # buffer's, and every one counts)
     assert float(r["prober_quick_mbps"]) == pytest.approx(42.515, abs=0.001)
-    assert float(r["figure_mbps"]) == pytest.approx(35.084, abs=0.001)
+    assert float(r["figure_mbps"]) == pytest.approx(32.561, abs=0.001)
 
 
 def test_recorded_cubic_undone_recoveries_are_no_loss(replayed):
