@@ -423,6 +423,13 @@ double qw_queue_at(const qw_window *w, uint32_t srtt_us)
     return qw_queue_over(srtt_us, w->srtt_floor_us, w->min_rtt_us);
 }
 
+/* The deepest standing queue seen, in BDPs: the window's, or slow-start's overshoot before
+ * it opened if deeper. Every queue seen is a depth the buffer holds. */
+double qw_deepest_queue(const qw_window *w)
+{
+    return fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+}
+
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
 double qw_queue_bdps(const qw_window *w, const qw_sample *s)
 {

@@ -120,8 +120,7 @@ double qw_timeouts_share(const qw_window *w)
      * 2.02 a stream, some stream in Loss at every sample, and the 20 s runs' ends waited
      * 0.8-1.6 s, 4.6 against 4.8 Mbit/s read). */
     if (2 * w->timeout_samples <= w->samples) {
-        pipe = qw_capacity_seen(w) * base_rtt_s(w) *
-               (1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us)));
+        pipe = qw_capacity_seen(w) * base_rtt_s(w) * (1.0 + qw_deepest_queue(w));
         if (pipe <= 0 || pipe >= 2.0 * mss * qw_streams(w))
             return 0;
     }
@@ -289,7 +288,7 @@ static double peak_top(const qw_window *w, double bdp_bytes)
     }
     if (k > 0 && bdp_bytes > 0)
         return sum / k / bdp_bytes;
-    return 1.0 + fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    return 1.0 + qw_deepest_queue(w);
 }
 
 /* The random loss events the window saw: stream by stream, or as the aggregate counted them

@@ -54,6 +54,8 @@ int qw_queue_tells_random(const qw_window *w);
 void qw_count_events(qw_window *w, const qw_sample *s);
 /* The standing queue in BDPs that a smoothed RTT of srtt_us shows. */
 double qw_queue_at(const qw_window *w, uint32_t srtt_us);
+/* The deepest standing queue seen in BDPs, slow-start's overshoot included. */
+double qw_deepest_queue(const qw_window *w);
 /* The standing queue in BDPs at s, from the largest smoothed RTT over the streams. */
 double qw_queue_bdps(const qw_window *w, const qw_sample *s);
 /* 1 if every counted slice kept a standing queue of 0.25 BDP at its lowest. */

@@ -146,7 +146,7 @@ int qw_link_full(const qw_window *w, const qw_sample *s)
  * Void, as qw_link_full's proof is, once a loss came at a queue clearly below that depth. */
 static int buffer_deep(const qw_window *w)
 {
-    double seen = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    double seen = qw_deepest_queue(w);
 
     return cut_leaves_link_full(w, seen, seen);
 }

@@ -137,7 +137,7 @@ static void forget_refuted_queue(qw_window *w, const qw_sample *s, double q_lo)
  * below it, or with no buffer seen at all, may be random (qw_loss_floor). */
 static int may_be_random(const qw_window *w, double q)
 {
-    double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    double deepest = qw_deepest_queue(w);
 
     return deepest < QW_BUSY_QUEUE || q < QW_RANDOM_QUEUE * deepest;
 }
@@ -155,7 +155,7 @@ static int may_be_random(const qw_window *w, double q)
  * 95.5 and 90.7, fell below intervals of 95.8-100.2 and 96.5-99.6. */
 int qw_queue_tells_random(const qw_window *w)
 {
-    double deepest = fmax(w->max_queue, qw_queue_at(w, w->seen_rtt_us));
+    double deepest = qw_deepest_queue(w);
     double keep = 1.0 - (1.0 - w->p.beta) / qw_streams(w);
 
     return deepest < QW_BUSY_QUEUE || (1.0 + deepest) * keep - 1.0 < QW_RANDOM_QUEUE * deepest;
