@@ -1062,11 +1062,25 @@ static void test_random_loss_floor_at_the_round_trip_with_no_queue(void)
     cwnd_pkts = 100;
 }
 
+/* The floor of 4 CUBIC streams at a loss-event rate of loss, 50 ms with no queue, on cap. */
+static double cubic4_floor(double loss, double cap)
+{
+    double top = 4 * 2.0 / 1.7 * qw_loss_window_pkts(1, loss, 0.05) * MSS / (cap * 0.05);
+
+    return qw_sawtooth_share(0.7, top) * cap;
+}
+
 /* Where a cut moves the summed cwnd too little for a random loss to come at a queue below
  * 0.75 of the deepest (qw_queue_tells_random), the floor counts every loss event: n streams
  * at the top of a buffer q BDP deep keep (1 + q)(1 - (1 - beta) / n) BDP at least. */
 static void test_queue_blind_to_random_loss_counts_every_event(void)
 {
+    /* beta, streams, the deepest queue where it still tells and one where it is blind:
+     * 4 CUBIC streams above q = 0.075 / 0.175 = 0.43 BDP; 2 CUBIC streams above 1.5 BDP;
+     * 4 Reno streams above 1 BDP; one stream never */
+    static const struct { double beta; int streams; double tells, blind; } cases[] = {
+        { 0.7, 4, 0.42, 0.44 }, { 0.7, 2, 1.45, 1.55 }, { 0.5, 4, 0.95, 1.05 }, { 0.5, 1, 50, -1 },
+    };
     qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 2.0, .sample_s = 0.02,
                     .beta = 0.7, .streams = 4 };
     qw_bound_by by;
@@ -1076,26 +1090,15 @@ static void test_queue_blind_to_random_loss_counts_every_event(void)
     cwnd_pkts = 80;
     run_at(3.0, 100e6, 50000, 50000, QW_BBR_NONE, 0);
     feed_all(&p, 20);
-    /* 4 CUBIC streams: blind above q = 0.075 / 0.175 = 0.43 BDP */
-    w.max_queue = 0.42;
-    CHECK(qw_queue_tells_random(&w));
-    w.max_queue = 0.44;
-    CHECK(!qw_queue_tells_random(&w));
-    /* 2 CUBIC streams: above 1.5 BDP; 4 Reno streams: above 1 BDP; one stream never */
-    w.p.streams = 2;
-    w.max_queue = 1.45;
-    CHECK(qw_queue_tells_random(&w));
-    w.max_queue = 1.55;
-    CHECK(!qw_queue_tells_random(&w));
-    w.p.streams = 4;
-    w.p.beta = 0.5;
-    w.max_queue = 0.95;
-    CHECK(qw_queue_tells_random(&w));
-    w.max_queue = 1.05;
-    CHECK(!qw_queue_tells_random(&w));
-    w.p.streams = 1;
-    w.max_queue = 50;
-    CHECK(qw_queue_tells_random(&w));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w.p.beta = cases[i].beta;
+        w.p.streams = cases[i].streams;
+        w.max_queue = cases[i].tells;
+        CHECK(qw_queue_tells_random(&w));
+        w.max_queue = cases[i].blind;
+        if (cases[i].blind >= 0)
+            CHECK(!qw_queue_tells_random(&w));
+    }
     /* 4 CUBIC streams on a 2.5-BDP buffer, 5 events (6 stream by stream), none read random:
      * the floor from 6 events in n packets (poisson_upper95(6) = 11.84), not from none */
     w.p.streams = 4;
@@ -1105,14 +1108,12 @@ static void test_queue_blind_to_random_loss_counts_every_event(void)
     w.stream_events = 6;
     w.random_events = w.random_stream_events = 0;
     n = qw_packets_measured(&w);
-    want = qw_sawtooth_share(0.7, 4 * 2.0 / 1.7 * qw_loss_window_pkts(1, 11.84 / n, 0.05) * MSS /
-                                      (cap * 0.05)) * cap;
+    want = cubic4_floor(11.84 / n, cap);
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), fmin(want, w.est.rate_bps / 8), want * 1e-9);
     CHECK(want < 0.95 * cap);
     /* a 0.3-BDP buffer: the queue tells, and no event read random leaves 3 / n */
     w.max_queue = 0.3;
-    want = qw_sawtooth_share(0.7, 4 * 2.0 / 1.7 * qw_loss_window_pkts(1, 3.0 / n, 0.05) * MSS /
-                                      (cap * 0.05)) * cap;
+    want = cubic4_floor(3.0 / n, cap);
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), fmin(want, w.est.rate_bps / 8), want * 1e-9);
     cwnd_pkts = 100;
 }
