@@ -89,6 +89,7 @@ static void aggregate(replay *r, const json_t *ev)
     size_t i, n = json_array_size(streams);
     qw_sample *q = &r->last;
     uint32_t *retrans = &r->last_retrans;
+    uint64_t backlog[QP_MAX_STREAMS], cwnd[QP_MAX_STREAMS];
     int top_known = 1;  /* runs recorded before snd_wscale was: the top is not known */
 
     memset(q, 0, sizeof(*q));
@@ -105,11 +106,7 @@ static void aggregate(replay *r, const json_t *ev)
 
         if (bmr)
             mrtt = bmr;
-        double backlog = num(st, "bytes_sent") - num(st, "bytes_acked");
-
         q->delivered_bytes += (uint64_t)num(st, "bytes_acked") + (uint64_t)num(st, "sacked_bytes");
-        if (backlog > (double)q->backlog_bytes)
-            q->backlog_bytes = (uint64_t)backlog;
         q->cwnd_bytes += (uint64_t)num(st, "cwnd_bytes");
         q->retrans += (uint32_t)num(st, "total_retrans");
         q->in_recovery |= num(st, "ca_state") >= 2;
@@ -129,7 +126,11 @@ static void aggregate(replay *r, const json_t *ev)
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         if (i < QP_MAX_STREAMS) {
+            double held = num(st, "bytes_sent") - num(st, "bytes_acked");
             uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
+
+            backlog[i] = held > 0 ? (uint64_t)held : 0;
+            cwnd[i] = (uint64_t)num(st, "cwnd_bytes");
             uint32_t tr = (uint32_t)num(st, "total_retrans");
             int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst);
 
@@ -157,6 +158,7 @@ static void aggregate(replay *r, const json_t *ev)
     }
     if (!top_known)
         q->rwnd_top_bytes = 0;
+    q->backlog_bytes = qw_drain_bytes(backlog, cwnd, n < QP_MAX_STREAMS ? (int)n : QP_MAX_STREAMS);
     *retrans = q->retrans;
 }
 

@@ -169,10 +169,12 @@ static qw_bbr_mode worst_mode(qw_bbr_mode a, qw_bbr_mode b)
     return rank[b] > rank[a] ? b : a;
 }
 
-/* The quick window's view of this sample: sums, the largest and smallest RTT and backlog,
- * the worst BBR mode. */
+/* The quick window's view of this sample: sums, the largest and smallest RTT, the backlog
+ * to drain (qw_drain_bytes), the worst BBR mode. */
 static void window_sample(const qp_run *r, double t, qw_sample *q)
 {
+    uint64_t backlog[QP_MAX_STREAMS], cwnd[QP_MAX_STREAMS];
+
     memset(q, 0, sizeof(*q));
     q->t_s = t;
     q->bbr_cruising = r->n > 0;
@@ -180,12 +182,10 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
         const qp_tcpinfo *ti = &r->streams[i].ti;
         uint32_t mrtt = ti->bbr_min_rtt_us ? ti->bbr_min_rtt_us : ti->min_rtt_us;
 
-        uint64_t backlog = r->streams[i].sent > r->streams[i].acked
-                               ? r->streams[i].sent - r->streams[i].acked : 0;
-
+        backlog[i] = r->streams[i].sent > r->streams[i].acked
+                         ? r->streams[i].sent - r->streams[i].acked : 0;
+        cwnd[i] = ti->cwnd_bytes;
         q->delivered_bytes += r->streams[i].acked + (uint64_t)ti->sacked_segments * ti->mss_bytes;
-        if (backlog > q->backlog_bytes)
-            q->backlog_bytes = backlog;
         q->cwnd_bytes += ti->cwnd_bytes;
         q->retrans += ti->total_retrans;
         q->in_recovery |= ti->ca_state >= 2;
@@ -213,6 +213,7 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
             q->bbr_mode = worst_mode(q->bbr_mode,
                                      qw_bbr_mode_from_gains(ti->bbr_pacing_gain, ti->bbr_cwnd_gain));
     }
+    q->backlog_bytes = qw_drain_bytes(backlog, cwnd, r->n);
 }
 
 /* The largest smoothed RTT among the streams (0 while none is valid). */

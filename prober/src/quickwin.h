@@ -91,8 +91,10 @@ typedef struct {
     uint64_t rwnd_top_bytes;    /* the largest windows the receivers can advertise, summed
                                    (65535 << tcpi_snd_wscale each; 0: not known) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
-    uint64_t backlog_bytes;     /* largest of the streams' bytes written and not yet acked
-                                   (socket buffer and flight): what it must drain at the end */
+    uint64_t backlog_bytes;     /* what the streams must drain at the end, in bytes at their
+                                   summed rate (qw_drain_bytes: the bytes written and not
+                                   yet acked, socket buffer and flight, of the stream that
+                                   finishes last, over its share of the rate) */
 } qw_sample;
 
 /* Why the window is (not yet) closed. */
@@ -508,6 +510,11 @@ int qw_ssthresh_set(uint64_t prev, uint64_t now);
  * answered (ssthresh_set, see qw_ssthresh_set; any retransmission for BBR). */
 int qw_stream_event(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retrans,
                     int ssthresh_set, int bbr);
+
+/* The backlog the sample's streams leave to drain when the sender stops, in bytes at the
+ * summed rate (qw_sample.backlog_bytes), from each stream's bytes written and not yet acked
+ * (backlog[i]) and its cwnd (cwnd[i]), n streams: see qwdue.c. */
+uint64_t qw_drain_bytes(const uint64_t *backlog, const uint64_t *cwnd, int n);
 
 /* One stream's open congestion event, followed to its end (qw_cut_step). */
 typedef struct {

@@ -894,9 +894,9 @@ static void test_noisy_rate_gives_up(void)
  * its queue filling from 100 to 400 ms of RTT from 2 to 3 s (measuring began at 2.66 s, at
  * 300 ms): it closes at 5 - 0.4 - 0.02 s, not 5 - 0.3, so the drain still ends by 5 s; with 4
  * streams at 5 - 0.8 - 0.02 s. A backlog of 0.9 s at the rate closes it at about
- * 5 - 0.9 - 0.02 s; with 4 streams, the largest stream's backlog of 0.3 s at the whole rate
- * (1.2 s at its share of it) at about 5 - 1.2 - 0.02 s. (qw_end_t is the last whole slice's
- * end, at or before the deadline.) */
+ * 5 - 0.9 - 0.02 s; with 4 equal streams, each with a backlog of 0.3 s at the whole rate
+ * (1.2 s at its share of it: qw_drain_bytes) at about 5 - 1.2 - 0.02 s. (qw_end_t is the
+ * last whole slice's end, at or before the deadline.) */
 static void test_deadline_leaves_the_current_drain(void)
 {
     qw_params p = defaults(0);
@@ -927,13 +927,41 @@ static void test_deadline_leaves_the_current_drain(void)
     feed_from(0);
     CHECK_NEAR(w.deadline_t, 4.08, 0.03);     /* the noisy rate measured: 100 Mbit/s +- 3 % */
     CHECK(w.deadline_t < 4.58 - 0.3 && qw_end_t(&w) <= w.deadline_t);
+    uint64_t b4[4] = { 3750000, 3750000, 3750000, 3750000 }, c4[4] = { 1, 1, 1, 1 };
+
+    CHECK(qw_drain_bytes(b4, c4, 4) == 4 * 3750000);
     for (int i = 0; i < z.n; i++)
-        z.s[i].backlog_bytes = (uint64_t)(100e6 / 8 * 0.3);
+        z.s[i].backlog_bytes = qw_drain_bytes(b4, c4, 4);   /* 0.3 s each at 100 Mbit/s */
     p.streams = 4;
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     feed_from(0);
     CHECK_NEAR(w.deadline_t, 3.78, 0.03);
     CHECK(w.deadline_t < 4.18 - 0.25 && qw_end_t(&w) <= w.deadline_t);
+}
+
+/* The backlog the streams leave to drain, in bytes at their summed rate: each stream's at
+ * its share of the summed cwnd, never below an n-th (with a small share a stream takes more
+ * once the others are done), and all of them at no more than the summed rate. 4 CUBIC
+ * streams on 100 Mbit/s x 180 ms (kB): one held 8,500 with 3,900 of cwnd, the others 240,
+ * 560 and 500 with 100, 280 and 250: the busiest at 3,900 / 4,530 of the rate drains
+ * 8,500 x 4,530 / 3,900 = 9,873 kB's worth, not 4 x 8,500. */
+static void test_drain_bytes_follow_each_streams_share(void)
+{
+    uint64_t b[4] = { 8500000, 240000, 560000, 500000 }, c[4] = { 3900000, 100000, 280000, 250000 };
+    uint64_t eq[3] = { 1000, 1000, 1000 }, ceq[3] = { 50, 50, 50 }, one[1] = { 7000 };
+    uint64_t none[2] = { 1000, 3000 }, cnone[2] = { 0, 100 };
+
+    CHECK(qw_drain_bytes(b, c, 4) == 9873076);      /* 8.5e6 x 4.53e6 / 3.9e6 */
+    CHECK(qw_drain_bytes(eq, ceq, 3) == 3000);       /* equal streams: n x each */
+    CHECK(qw_drain_bytes(one, ceq, 1) == 7000);
+    /* a stream with no cwnd read drains at an n-th of the rate: 2 x 1000; the other, all
+     * the cwnd, 3000: all 4000 bytes at the summed rate is the most */
+    CHECK(qw_drain_bytes(none, cnone, 2) == 4000);
+    /* a small share never counts beyond an n-th of the rate: 2 x 3000, not 3000 x 101 */
+    cnone[0] = 100;
+    cnone[1] = 1;
+    CHECK(qw_drain_bytes(none, cnone, 2) == 6000);
+    CHECK(qw_drain_bytes(none, cnone, 0) == 0);
 }
 
 /* The sender refills the socket buffer in bursts: a backlog that falls from 0.8 s of the
@@ -1702,6 +1730,7 @@ int main(int argc, char **argv)
     test_level_change_puts_the_answer_off();
     test_bbr_busy_link_needs_no_whole_cycles();
     test_noisy_rate_gives_up();
+    test_drain_bytes_follow_each_streams_share();
     test_deadline_leaves_the_current_drain();
     test_long_drain_still_answers();
     test_drain_counts_the_refilled_backlog();
