@@ -12,7 +12,11 @@
  * One tab-separated line per run (header first): the answer quick mode would have given,
  * its interval and whether that held the run's own -t figure, what kept a window that did
  * not converge open, and how many congestion events it took back because the kernel undid
- * their cut (src/qwundo.c). The estimator's settings are the run's own (its start event), or:
+ * their cut (src/qwundo.c); when the answer was due (due_t, from the first byte: where a quick
+ * run cuts its drain), the sample the window closed at (close_t) and how long after it every
+ * stream had acked what it had written by then (drain_s, -1 if none did: what a quick run's
+ * drain would have waited for, read long with several streams as the recorded sender went on
+ * writing). The estimator's settings are the run's own (its start event), or:
  * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
  * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -S opens the window where
  * this build's slow-start detector (src/slowstart.c) ends slow-start on the recorded samples,
@@ -59,6 +63,12 @@ typedef struct {
     double rule_t[QP_MAX_STREAMS];
     uint64_t rule_cwnd[QP_MAX_STREAMS], cwnd_now[QP_MAX_STREAMS];
     ss_sum sum;
+    /* the drain a quick run would have waited for: the sample the window closed at (a quick
+     * run stops writing there; -1 while open), what each stream had written by then, and the
+     * first later sample where every stream had all of it acked (-1: none did) */
+    double close_t, drained_t;
+    uint64_t close_sent[QP_MAX_STREAMS];
+    int close_n;
     int verbose;            /* -v: trace every slice on stderr */
     int until_converged;    /* the run's --until-converged, or -u */
 } replay;
@@ -192,6 +202,35 @@ static void feed(replay *r)
         if (r->w.peak_slice[i] >= r->w.first)
             fprintf(stderr, " %lu", (unsigned long)(r->w.peak[i] / 1000));
     fputc('\n', stderr);
+}
+
+/* Follow the drain after the window closed (r->close_t and the rest, above), one sample
+ * event ev at a time, fed after the window saw it. The recorded sender went on writing, so
+ * with several streams the drain reads long: the other streams' new bytes share the path
+ * with the ones written before the close, which a quick run's stopped sender leaves alone. */
+static void track_drain(replay *r, const json_t *ev)
+{
+    json_t *streams = json_object_get(ev, "streams"), *st;
+    size_t i;
+    int done = 1;
+
+    if (r->drained_t >= 0 || (r->close_t < 0 && r->w.state == QW_OPEN))
+        return;
+    if (r->close_t < 0) {
+        r->close_t = num(ev, "t");
+        json_array_foreach(streams, i, st) {
+            if (i >= QP_MAX_STREAMS)
+                break;
+            r->close_sent[i] = (uint64_t)num(st, "bytes_sent");
+            r->close_n = (int)i + 1;
+        }
+        return;
+    }
+    json_array_foreach(streams, i, st)
+        if ((int)i < r->close_n && (uint64_t)num(st, "bytes_acked") < r->close_sent[i])
+            done = 0;
+    if (done)
+        r->drained_t = num(ev, "t");
 }
 
 /* Open the window on the latest sample, slow-start having ended at ss_t with the streams'
@@ -335,6 +374,7 @@ static int replay_file(const char *path, replay *r)
     memset(r, 0, sizeof(*r));
     r->verbose = verbose;
     r->ss_t = -1;
+    r->close_t = r->drained_t = -1;
     while (fgets(line, sizeof line, f)) {
         json_t *ev = json_loads(line, 0, NULL);
         const char *kind = ev ? json_string_value(json_object_get(ev, "event")) : NULL;
@@ -350,6 +390,7 @@ static int replay_file(const char *path, replay *r)
             r->have_last = 1;
             if (r->open) {
                 feed(r);
+                track_drain(r, ev);
             } else {
                 qw_ss_see(&r->ss_seen, &r->last);
                 if (g_set.redetect)
@@ -387,19 +428,20 @@ static void report(const char *path, const replay *r)
     const char *name = strrchr(path, '/');
     const char *hold = r->open ? qw_hold_name(qw_hold_of(&r->w)) : "not_opened";
     int covered = answered && a.lo_bps <= r->truth_bps && r->truth_bps <= a.hi_bps;
+    double drain_s = r->drained_t >= 0 ? r->drained_t - r->close_t : -1;
 
     /* rates and the interval with more digits than the checks against the run's own JSON
      * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
      * printed half a unit away and failed such a check */
     printf("%s\t%s\t%.6f\t%.6f\t%d\t%d\t%.6f\t%.2f\t%.5f\t%.6f\t%.6f\t%d\t%s\t%.3f\t%.3f\t%s\t%d"
-           "\t%.6f\t%d\t%s\t%u\n",
+           "\t%.6f\t%d\t%s\t%u\t%.3f\t%.3f\t%.3f\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
            r->truth_bps / 1e6, a.rate_bps / 1e6, conv, answered, fig / 1e6,
            100.0 * (fig - r->truth_bps) / r->truth_bps, a.ci_frac * 100, a.lo_bps / 1e6,
            a.hi_bps / 1e6, covered, a.rate_bps > 0 ? qw_bound_name(a.by) : "-", r->ss_t,
            qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
            e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-",
-           r->w.undone_events);
+           r->w.undone_events, r->open ? qw_due_t(&r->w) : -1, r->close_t, drain_s);
 }
 
 /* Parse the options into g_set; returns the index of the first file, or -1. */
@@ -444,7 +486,7 @@ int main(int argc, char **argv)
     r.verbose = verbose;
     printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tanswered\tfigure_mbps\terr_pct\tci_pct"
            "\tlo_mbps\thi_mbps\tcovered\tbound_by\tss_t\tend_t\tbasis\tbatches\tprober_quick_mbps"
-           "\tprober_converged\thold\tundone\n");
+           "\tprober_converged\thold\tundone\tdue_t\tclose_t\tdrain_s\n");
     for (int i = first; i < argc; i++) {
         if (r.verbose)
             fprintf(stderr, "%s\n", argv[i]);

@@ -254,7 +254,30 @@ def summarise(a) -> int:
             print("      not converged, held open by: " + ", ".join(f"{k} {v}" for k, v in held.most_common()))
         bound = collections.Counter(r["bound_by"] for r in rs if r["answered"] == "1")
         print("      interval bounded by: " + ", ".join(f"{k} {v}" for k, v in bound.most_common()))
+        closed = [r for r in rs if float(r["close_t"]) >= 0]
+        if closed:
+            late = [r for r in closed if drain_past_due(r)]
+            drains = [float(r["drain_s"]) for r in closed if float(r["drain_s"]) >= 0]
+            print(
+                f"      drain after the close (the recorded sender went on writing): median "
+                f"{statistics.median(drains) if drains else float('nan'):.2f} s; past the due time "
+                f"{len(late)} of {len(closed)}" + (": " + ", ".join(r["run"] for r in late) if late else "")
+            )
     return 0
+
+
+# The recorded runs' sampling period (quickprobe's default --sample-ms, which the bench and
+# the corpus use): a drain read from the samples ends at the first sample after it did.
+SAMPLE_S = 0.020
+
+
+def drain_past_due(r: dict) -> bool:
+    """1 if a closed window's drain (qwreplay's drain_s after close_t, as the run's own samples
+    show it) ends after its due time, where a quick run cuts it and the server's byte count
+    falls short; one the samples never show done counts as past. Read at the samples, the
+    drain may have ended up to one sampling period sooner: within that it is not past."""
+    drain = float(r["drain_s"])
+    return drain < 0 or float(r["close_t"]) + drain - SAMPLE_S > float(r["due_t"]) + 1e-9
 
 
 def miss_score(r: dict) -> float:

@@ -359,3 +359,35 @@ def test_recorded_bbr_streams_summed_estimates_keep_the_upper_side_open(replayed
     assert float(r["lo_mbps"]) == pytest.approx(42.007, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(49.193, abs=0.001)
     assert r["covered"] == "1"
+
+
+def test_recorded_drain_reads_past_its_due_time_only_where_a_stream_starves(replayed):
+    # qwreplay's drain: from the sample the window closed at (close_t), how long until every
+    # stream had acked what it had written by then (drain_s), against when the answer was due
+    # (due_t), where a quick run cuts its drain. 4 BBR streams on 10 Mbit/s x 150 ms with
+    # 0.1 % loss, one late out of STARTUP and starved into timeouts: 4.42 s after a close at
+    # 3.68 s, due at 5.503.
+    r = replayed["bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl"]
+    assert (float(r["due_t"]), float(r["close_t"]), float(r["drain_s"])) == (5.503, 3.680, 4.420)
+    assert replay_corpus.drain_past_due(r)
+    # one CUBIC stream on 100 Mbit/s x 60 ms with 0.1 % loss: 0.1 s, 0.24 s before it was due
+    r = replayed["cubic-100M-60ms-loss0.001.validate.jsonl"]
+    assert (float(r["due_t"]), float(r["close_t"]), float(r["drain_s"])) == (4.400, 4.060, 0.100)
+    assert not replay_corpus.drain_past_due(r)
+    # loopback: one sample (20 ms) after a close 6 ms before the due time; read at the
+    # samples the drain may have ended up to a sampling period sooner, so it is not past
+    r = replayed["bbr-loopback.validate.jsonl"]
+    assert (float(r["due_t"]), float(r["close_t"]), float(r["drain_s"])) == (4.020, 4.014, 0.020)
+    assert not replay_corpus.drain_past_due(r)
+    # the window closes at the sample its last slice ended at, or a sample after
+    assert all(float(x["close_t"]) >= float(x["end_t"]) for x in replayed.values())
+    assert [x["run"] for x in replayed.values() if replay_corpus.drain_past_due(x)] == [
+        "bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl"
+    ]
+
+
+def test_recorded_summary_names_the_runs_whose_drain_passes_its_due_time(capsys):
+    replay_corpus.main(["summarise", str(RECORDED)])
+    out = capsys.readouterr().out
+    assert "past the due time 1 of 7: bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl" in out
+    assert out.count("past the due time 0 of ") == 2
