@@ -266,18 +266,14 @@ def summarise(a) -> int:
     return 0
 
 
-# The recorded runs' sampling period (quickprobe's default --sample-ms, which the bench and
-# the corpus use): a drain read from the samples ends at the first sample after it did.
-SAMPLE_S = 0.020
-
-
 def drain_past_due(r: dict) -> bool:
     """1 if a closed window's drain (qwreplay's drain_s after close_t, as the run's own samples
     show it) ends after its due time, where a quick run cuts it and the server's byte count
     falls short; one the samples never show done counts as past. Read at the samples, the
-    drain may have ended up to one sampling period sooner: within that it is not past."""
+    drain may have ended up to one sampling period (the run's --sample-ms, qwreplay's
+    sample_s) sooner: within that it is not past."""
     drain = float(r["drain_s"])
-    return drain < 0 or float(r["close_t"]) + drain - SAMPLE_S > float(r["due_t"]) + 1e-9
+    return drain < 0 or float(r["close_t"]) + drain - float(r["sample_s"]) > float(r["due_t"]) + 1e-9
 
 
 def miss_score(r: dict) -> float:

@@ -378,6 +378,7 @@ def test_recorded_drain_reads_past_its_due_time_only_where_a_stream_starves(repl
     # samples the drain may have ended up to a sampling period sooner, so it is not past
     r = replayed["bbr-loopback.validate.jsonl"]
     assert (float(r["due_t"]), float(r["close_t"]), float(r["drain_s"])) == (4.020, 4.014, 0.020)
+    assert float(r["sample_s"]) == 0.020  # the run's own --sample-ms
     assert not replay_corpus.drain_past_due(r)
     # the window closes at the sample its last slice ended at, or a sample after
     assert all(float(x["close_t"]) >= float(x["end_t"]) for x in replayed.values())
