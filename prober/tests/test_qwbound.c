@@ -264,6 +264,38 @@ static void test_levels_span_the_rates_seen(void)
     CHECK(qw_bound(&w, &pr).by == QW_BOUND_LEVELS);
 }
 
+/* BBR in PROBE_BW whose rate wanders over six levels (a host's scheduler, many flows'
+ * cross traffic): the rest of the run may sit at a level the window did not see, so the
+ * levels term reaches the prediction interval of one more batch, t x the batches' spread x
+ * sqrt(1 + 1/n) about their mean (the interval of the mean x sqrt(n + 1)), past the range
+ * of the levels seen, up to the capacity seen. */
+static void test_levels_reach_a_level_not_seen(void)
+{
+    static const double level_mbps[] = { 45, 50, 47, 58, 62, 55, 60 };
+    qw_params p = bbr_params();
+    qw_prediction pr;
+    qw_bounds b;
+    double steady, half;
+
+    ns = 0;
+    for (int i = 0; i < 7; i++)
+        run_at(0.5, level_mbps[i] * 1e6, 20000, 20000, QW_BBR_PROBE_BW, 62000000);
+    pr = feed_all(&p, 20);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(w.varying);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_LEVELS);
+    steady = w.est.rate_bps / 8;
+    half = w.est.ci_frac * sqrt(w.est.batches + 1.0) * steady;
+    CHECK(w.est.batches >= 4);
+    CHECK_NEAR(b.lo, steady - half, steady * 1e-9);
+    /* below: past the slowest level seen; above: no faster than the fastest slice, which
+     * BBR's estimate (62 Mbit/s) reached: the capacity cap every upper side keeps */
+    CHECK(b.lo < 45e6 / 8);
+    CHECK(steady + half > 62e6 / 8);
+    CHECK_NEAR(b.hi, 62e6 / 8, 1);
+}
+
 /* BBR's bandwidth estimate caps the upper side; a window too short for batches and for a
  * gain cycle reaches below its rate by what the cycle's probe may have added (bbr_cycle). */
 static void test_bbr_estimate_caps_and_short_window(void)
@@ -1127,6 +1159,7 @@ int main(void)
     test_queue_blind_to_random_loss_counts_every_event();
     test_incomplete_sawtooth_floor();
     test_levels_span_the_rates_seen();
+    test_levels_reach_a_level_not_seen();
     test_bbr_estimate_caps_and_short_window();
     test_growing_cwnd_lifts_the_upper_side();
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
