@@ -264,7 +264,7 @@ static void test_levels_span_the_rates_seen(void)
     CHECK(qw_bound(&w, &pr).by == QW_BOUND_LEVELS);
 }
 
-/* BBR in PROBE_BW whose rate wanders over six levels (a host's scheduler, many flows'
+/* BBR in PROBE_BW whose rate wanders over seven levels (a host's scheduler, many flows'
  * cross traffic): the rest of the run may sit at a level the window did not see, so the
  * levels term reaches the prediction interval of one more batch, t x the batches' spread x
  * sqrt(1 + 1/n) about their mean (the interval of the mean x sqrt(n + 1)), past the range
