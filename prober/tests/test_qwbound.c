@@ -278,7 +278,7 @@ static void test_levels_reach_a_level_not_seen(void)
     double steady, half;
 
     ns = 0;
-    for (int i = 0; i < 7; i++)
+    for (size_t i = 0; i < sizeof level_mbps / sizeof level_mbps[0]; i++)
         run_at(0.5, level_mbps[i] * 1e6, 20000, 20000, QW_BBR_PROBE_BW, 62000000);
     pr = feed_all(&p, 20);
     CHECK(w.state == QW_GAVE_UP);
