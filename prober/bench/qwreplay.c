@@ -16,7 +16,9 @@
  * run cuts its drain), the sample the window closed at (close_t) and how long after it every
  * stream had acked what it had written by then (drain_s, -1 if none did: what a quick run's
  * drain would have waited for, read long with several streams as the recorded sender went on
- * writing, and up to a sampling period, sample_s, late). The estimator's settings are the run's own (its start event), or:
+ * writing, and up to a sampling period, sample_s, late); and for Reno / CUBIC the flow's share
+ * of its standing queue's drain (queue_share, src/qwshare.c: about 1 alone, nan with no growth
+ * period to read it from). The estimator's settings are the run's own (its start event), or:
  * -T --quick-tolerance, -m --quick-ms, -M --quick-max-ms, -R the deadline in smoothed RTTs
  * (QP_DEADLINE_RTTS; 0: --quick-max-ms alone), -u --until-converged. -S opens the window where
  * this build's slow-start detector (src/slowstart.c) ends slow-start on the recorded samples,
@@ -434,7 +436,7 @@ static void report(const char *path, const replay *r)
      * figures resolve (0.0005 Mbit/s, 0.005 %): at three digits a value on a rounding tie
      * printed half a unit away and failed such a check */
     printf("%s\t%s\t%.6f\t%.6f\t%d\t%d\t%.6f\t%.2f\t%.5f\t%.6f\t%.6f\t%d\t%s\t%.3f\t%.3f\t%s\t%d"
-           "\t%.6f\t%d\t%s\t%u\t%.3f\t%.3f\t%.3f\t%.3f\n",
+           "\t%.6f\t%d\t%s\t%u\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n",
            name ? name + 1 : path, r->bbr ? "bbr" : r->cubic ? "cubic" : "reno",
            r->truth_bps / 1e6, a.rate_bps / 1e6, conv, answered, fig / 1e6,
            100.0 * (fig - r->truth_bps) / r->truth_bps, a.ci_frac * 100, a.lo_bps / 1e6,
@@ -442,7 +444,7 @@ static void report(const char *path, const replay *r)
            qw_end_t(&r->w), qw_basis_name(e->basis) ? qw_basis_name(e->basis) : "-",
            e->batches, r->prober_quick_bps / 1e6, r->prober_converged, hold ? hold : "-",
            r->w.undone_events, r->open ? qw_due_t(&r->w) : -1, r->close_t, drain_s,
-           r->p.sample_s);
+           r->p.sample_s, r->open ? qw_queue_share(&r->w) : NAN);
 }
 
 /* Parse the options into g_set; returns the index of the first file, or -1. */
@@ -487,7 +489,7 @@ int main(int argc, char **argv)
     r.verbose = verbose;
     printf("run\tcc\ttruth_mbps\tpred_mbps\tconverged\tanswered\tfigure_mbps\terr_pct\tci_pct"
            "\tlo_mbps\thi_mbps\tcovered\tbound_by\tss_t\tend_t\tbasis\tbatches\tprober_quick_mbps"
-           "\tprober_converged\thold\tundone\tdue_t\tclose_t\tdrain_s\tsample_s\n");
+           "\tprober_converged\thold\tundone\tdue_t\tclose_t\tdrain_s\tsample_s\tqueue_share\n");
     for (int i = first; i < argc; i++) {
         if (r.verbose)
             fprintf(stderr, "%s\n", argv[i]);

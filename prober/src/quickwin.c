@@ -613,6 +613,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
             qw_stop(w);
         return w->state;
     }
+    qw_track_share(w, s);
     qw_count_events(w, s);
     w->samples++;
     w->timeout_samples += s->in_timeout != 0;

@@ -223,6 +223,31 @@ typedef struct {
     int n;                      /* slices closed before it: later ones count it */
 } qw_event_mark;
 
+/* A growth period of a loss-based flow (qwshare.c): its samples' cwnd (bytes) and smoothed
+ * RTT (s), from the RTT's lowest after a congestion event on, as offsets from that first
+ * sample's (the sums then stay small beside the values). */
+typedef struct {
+    uint32_t n;
+    double t0, t1;
+    uint64_t x0, x_lo, x_hi;
+    double y0_s;
+    double sx, sy, sxx, sxy;
+} qw_share_period;
+
+/* The fit of the smoothed RTT against cwnd over the window's growth periods (qwshare.c):
+ * each period's own sums about its means, pooled, so the periods' levels drop out. */
+typedef struct {
+    qw_share_period open;
+    uint32_t periods;
+    double sxx, sxy;
+} qw_share;
+
+#define QW_SHARED 0.6           /* a flow alone at a full link reads a share of the queue's
+                                   drain of about 1 (0.69-1.52 on the kept runs alone); one
+                                   against a steady competitor its share of the link
+                                   (0.07-0.44 against BBR or CUBIC): under this, the queue
+                                   drained at least 1.67 x the flow's rate */
+
 /* Window state; fields private to quickwin.c. */
 typedef struct {
     qw_params p;
@@ -308,6 +333,7 @@ typedef struct {
     double event_t;             /* when the latest congestion event came (open_t before one) */
     uint64_t cwnd_low_bytes;    /* smallest cwnd (summed) since then or since measuring began */
     double loss_queue;          /* smallest queue at a congestion event, in BDPs */
+    qw_share share;             /* is the standing queue the flow's own? (qwshare.c) */
     uint64_t clean_from_bytes;  /* delivered when the last loss or recovery was seen */
     uint32_t mss_bytes;
     int drops;                  /* transients dropped from the window's start */
@@ -469,6 +495,11 @@ double qw_loss_window_pkts(int cubic, double p, double rtt_s);
 
 /* The capacity (bytes/s) the window saw: its rate while a standing queue stood, at least
  * the fastest quarter of what it counted. */
+/* Reno / CUBIC: the flow's share of its standing queue's drain, its rate times the slope of
+ * the smoothed RTT against cwnd between congestion events (qwshare.c): about 1 for a flow
+ * alone at a full link, its share of the link with other traffic steady in the queue; NAN
+ * when no growth period was long enough, or BBR. */
+double qw_queue_share(const qw_window *w);
 double qw_capacity_seen(const qw_window *w);
 
 /* Loss-based cc: the lowest long-run rate (bytes/s) the sawtooth seen and the random loss

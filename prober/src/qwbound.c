@@ -434,6 +434,8 @@ static double capacity_ceiling(const qw_window *w, double min_rtt)
 {
     double c = INFINITY;
 
+    if (qw_queue_shared(w))
+        return c;
     if (w->queue_cwnd_bytes > 0)
         c = (double)w->queue_cwnd_bytes / min_rtt;
     if (w->ss_bdp_bytes > 0)
@@ -446,7 +448,8 @@ static double capacity_ceiling(const qw_window *w, double min_rtt)
  * (qw_window.top_cut_bytes); INFINITY when every event counted may be random. */
 static double cut_ceiling(const qw_window *w, double min_rtt)
 {
-    return w->top_cut_bytes ? (double)w->top_cut_bytes / min_rtt : INFINITY;
+    return w->top_cut_bytes && !qw_queue_shared(w) ? (double)w->top_cut_bytes / min_rtt
+                                                   : INFINITY;
 }
 
 /* cwnd's growth (bytes, summed over the streams) dt seconds after the window's end with no
@@ -845,7 +848,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * fastest quarter bounds its capacity only from below, so it caps nothing (the cap had
      * cut a climbing 10 Mbit/s x 200 ms Reno window's upper side to 8.64 against a 20 s
      * figure of 8.76; CUBIC at 400 Mbit/s x 200 ms, 351.8 against 356.4) */
-    if (!w->p.bbr && queued_rate(w) <= 0)
+    if (!w->p.bbr && (queued_rate(w) <= 0 || qw_queue_shared(w)))
         cap = INFINITY;
     b.hi = fmin(b.hi, fmax(fmax(fmax(cap, rwnd), fmax(ceiling, rising)),
                            fmax(fmax(lt, plateau), fmax(stall, reorder))));

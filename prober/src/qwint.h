@@ -2,9 +2,9 @@
  * batches and verdict; qwdue.c: when it answers; qwseen.c: what slow-start and BBR's gains
  * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval, qwbbr.c
  * BBR's terms of it; qwlevel.c: changes of level and the flow's own transients; qwundo.c:
- * congestion events, counted and undone; qwpredict.c: the run's figure; qwstats.c:
- * Student's t). Not for callers: they use
- * quickwin.h. */
+ * congestion events, counted and undone; qwshare.c: whether the standing queue is the
+ * flow's own; qwpredict.c: the run's figure; qwstats.c: Student's t). Not for callers:
+ * they use quickwin.h. */
 #ifndef QP_QWINT_H
 #define QP_QWINT_H
 
@@ -68,6 +68,12 @@ int qw_streams(const qw_window *w);
 /* The share of the run's figure its end may lose waiting for streams starved into
  * retransmission timeouts (qwbound.c); 0 when the pipe holds two packets a stream. */
 double qw_timeouts_share(const qw_window *w);
+
+/* qwshare.c */
+/* Follow s into the fit of the smoothed RTT against cwnd (before qw_count_events). */
+void qw_track_share(qw_window *w, const qw_sample *s);
+/* 1 if the queue was shown shared: the capacity seen is the flow's share, not the link's. */
+int qw_queue_shared(const qw_window *w);
 
 /* qwdue.c */
 /* Keep the largest backlog of the last half to whole second (for the drain). */

@@ -396,3 +396,24 @@ def test_recorded_summary_names_the_runs_whose_drain_passes_its_due_time(capsys)
     out = capsys.readouterr().out
     assert "past the due time 1 of 7: bbr4-10M-150ms-loss0.001-part-cycle.validate.jsonl" in out
     assert out.count("past the due time 0 of ") == 2
+
+
+def test_recorded_cubic_against_bbr_reads_a_shared_queue_and_keeps_no_cap(replayed):
+    # CUBIC on 150 Mbit/s x 30 ms (1-BDP buffer, 1500-byte frames) started 6 s after a BBR
+    # flow through the same bottleneck (`replay_corpus.py compete`): the queue stood all the
+    # window, but it was both flows', and the CUBIC flow had 9.7 Mbit/s of the link. Its RTT
+    # rose 1 / 49 Mbit/s a byte of cwnd between losses, a fifth of the 1 / R a flow alone
+    # would see, so the rate while the queue stood is its share, not the link's, and no cap.
+    # The cap at 11.848 (what this run answered before) missed its own 20 s figure, 13.19:
+    # the share grew after the window.
+    r = replayed["cubic-150M-30ms-vs-bbr-shared-queue.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(13.191, abs=0.001)
+    assert float(r["queue_share"]) == pytest.approx(0.204, abs=0.0005)
+    assert r["hold"] == "varying" and r["bound_by"] == "levels"
+    assert float(r["figure_mbps"]) == pytest.approx(9.652, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(2.374, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(16.929, abs=0.001)
+    assert r["covered"] == "1"
+    # a CUBIC flow alone reads its own queue: about 1, and its cap stands
+    alone = replayed["cubic-100M-60ms-loss0.001.validate.jsonl"]
+    assert float(alone["queue_share"]) == pytest.approx(1.049, abs=0.0005)

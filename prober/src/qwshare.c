@@ -1,0 +1,108 @@
+/* qwshare.c: whether the standing queue is the flow's own (Reno, CUBIC). The interval's
+ * upper side stops at the capacity seen because a queue builds only at a full link, so a
+ * flow that kept one had the link. That holds when the queue is the flow's own. With other
+ * traffic through the same bottleneck the queue stands while the flow has only its share,
+ * and the share moves for tens of seconds after a flow starts (a CUBIC flow against BBR on
+ * 150 Mbit/s x 30 ms read 9.7 Mbit/s in its window, capped at 11.8, and 13.2 over 20 s).
+ *
+ * The queue tells which. Alone at a full link the queue holds what the flow has in flight
+ * beyond the BDP and drains at the flow's own rate R, so between two congestion events its
+ * smoothed RTT rises 1 / R for every byte cwnd grows (RTT = cwnd / R). With others in the
+ * queue it drains at the link's rate C > R, and the RTT rises only 1 / C a byte (less still
+ * while the others shrink, more while they grow as well). So R times the slope of the RTT
+ * against cwnd, fitted within each growth period (the periods' levels apart), reads about 1
+ * for a flow alone and the flow's share of the drain with others steady beside it. */
+#include "qwint.h"
+
+#include <math.h>
+
+#define SHARE_MIN_ROUNDS 8 /* a period spans this many smoothed RTTs at least: the smoothed
+                              RTT trails the queue by a few rounds (a 1/8 gain an ACK), and
+                              a shorter sawtooth (10 Mbit/s x 10 ms with 9000-byte frames:
+                              140 ms cycles) reads it flat */
+#define SHARE_MIN_GROWTH 8 /* ... and cwnd grew by this many packets a stream in it: a
+                              few packets' growth is within the RTT's own noise */
+#define SHARE_MIN_POINTS 4
+
+/* Fold the open growth period into the pooled fit if it qualifies (long and grown enough). */
+static void fold_period(qw_share *sh, uint32_t mss_bytes, int streams)
+{
+    qw_share_period *p = &sh->open;
+    double mean_rtt = p->n ? p->y0_s + p->sy / p->n : 0;
+    double growth = (double)SHARE_MIN_GROWTH * (mss_bytes ? mss_bytes : 1448) * streams;
+
+    if (p->n >= SHARE_MIN_POINTS && p->t1 - p->t0 >= SHARE_MIN_ROUNDS * mean_rtt &&
+        (double)(p->x_hi - p->x_lo) >= growth) {
+        sh->sxx += p->sxx - p->sx * p->sx / p->n;
+        sh->sxy += p->sxy - p->sx * p->sy / p->n;
+        sh->periods++;
+    }
+}
+
+/* Start a period at s's (cwnd, smoothed RTT). */
+static void start_period(qw_share_period *p, double t_s, uint64_t cwnd_bytes, double rtt_s)
+{
+    *p = (qw_share_period){ .n = 1, .t0 = t_s, .t1 = t_s, .x0 = cwnd_bytes, .y0_s = rtt_s,
+                            .x_lo = cwnd_bytes, .x_hi = cwnd_bytes };
+}
+
+/* Follow s (before qw_count_events sees it): a congestion event or a recovery closes the
+ * growth period; a round after it, samples with a standing queue join it from the smoothed
+ * RTT's lowest on (after a cut the queue drains while the flight falls to the new cwnd, and
+ * the RTT falls with cwnd flat: that is not the queue following cwnd). */
+void qw_track_share(qw_window *w, const qw_sample *s)
+{
+    qw_share *sh = &w->share;
+    qw_share_period *p = &sh->open;
+    double rtt = qw_srtt_lo(s) * 1e-6, x, y;
+
+    if (w->p.bbr || w->p.beta <= 0)
+        return;
+    if (s->in_recovery || s->retrans != w->prev_retrans) {
+        fold_period(sh, w->mss_bytes, qw_streams(w));
+        p->n = 0;
+        return;
+    }
+    if (rtt <= 0 || s->t_s - w->event_t < 2.0 * rtt ||
+        qw_queue_at(w, qw_srtt_lo(s)) < QW_BUSY_QUEUE)
+        return;
+    if (p->n == 0 || rtt <= p->y0_s) {
+        start_period(p, s->t_s, s->cwnd_bytes, rtt);
+        return;
+    }
+    x = (double)s->cwnd_bytes - (double)p->x0;
+    y = rtt - p->y0_s;
+    p->n++;
+    p->t1 = s->t_s;
+    p->sx += x;
+    p->sy += y;
+    p->sxx += x * x;
+    p->sxy += x * y;
+    if (s->cwnd_bytes < p->x_lo)
+        p->x_lo = s->cwnd_bytes;
+    if (s->cwnd_bytes > p->x_hi)
+        p->x_hi = s->cwnd_bytes;
+}
+
+/* The flow's share of the queue's drain (quickwin.h): its rate times the slope of the
+ * smoothed RTT against cwnd over the growth periods; NAN when no period qualified. */
+double qw_queue_share(const qw_window *w)
+{
+    qw_share sh = w->share;
+
+    if (w->p.bbr || w->p.beta <= 0 || w->est.rate_bps <= 0)
+        return NAN;
+    if (sh.open.n)
+        fold_period(&sh, w->mss_bytes, qw_streams(w));
+    if (sh.periods == 0 || sh.sxx <= 0)
+        return NAN;
+    return w->est.rate_bps / 8.0 * sh.sxy / sh.sxx;
+}
+
+/* 1 if the standing queue was shown shared (quickwin.h: QW_SHARED). */
+int qw_queue_shared(const qw_window *w)
+{
+    double share = qw_queue_share(w);
+
+    return !isnan(share) && share < QW_SHARED;
+}

@@ -1,0 +1,150 @@
+/* test_qwshare.c: whether a loss-based flow's standing queue is its own (src/qwshare.c). */
+#include "check.h"
+#include "quickwin.h"
+#include "qwint.h"
+
+#include <math.h>
+
+#define MSS 1448
+#define BASE_RTT_S 0.040
+#define MAX_SAMPLES 1000
+
+static qw_sample s[MAX_SAMPLES];
+static int ns;
+static qw_window w;
+
+/* The path: the link drains drain_Bps, other traffic keeps other_bytes queued or in flight
+ * beside the flow (0: the flow is alone), and the flow's smoothed RTT is the base RTT plus
+ * the queue both build. */
+static double drain_Bps, other_bytes;
+
+/* The smoothed RTT (s) with cwnd_bytes of the flow's in flight: the base RTT and the queue. */
+static double rtt_with(double cwnd_bytes)
+{
+    double queue = cwnd_bytes + other_bytes - drain_Bps * BASE_RTT_S;
+
+    return BASE_RTT_S + fmax(0, queue) / drain_Bps;
+}
+
+/* Append one sample 20 ms after the last: cwnd, smoothed RTT, recovery, the flow delivering
+ * cwnd / RTT (Little's law) for the 20 ms. */
+static void add(double cwnd_bytes, double rtt_s, int recovery, uint32_t retrans)
+{
+    const qw_sample *prev = ns ? &s[ns - 1] : NULL;
+
+    if (ns >= MAX_SAMPLES)
+        return;
+    s[ns] = (qw_sample){ .t_s = prev ? prev->t_s + 0.02 : 0.02, .cwnd_bytes = (uint64_t)cwnd_bytes,
+                         .rtt_us = (uint32_t)(rtt_s * 1e6 + 0.5),
+                         .min_rtt_us = (uint32_t)(BASE_RTT_S * 1e6), .mss_bytes = MSS,
+                         .in_recovery = recovery, .retrans = retrans, .ssthresh_set = recovery };
+    s[ns].delivered_bytes = (prev ? prev->delivered_bytes : 0) +
+                            (uint64_t)(cwnd_bytes / rtt_s * 0.02);
+    ns++;
+}
+
+/* Sawtooth cycles of a CUBIC-like flow: a loss at top_bytes cuts cwnd to 0.7 of it; the
+ * queue the larger flight built drains over drain_samples with cwnd flat (the smoothed RTT
+ * falls), then cwnd grows back to the top over grow_samples, the RTT following the queue. */
+static void cycles(int n, double top_bytes, int drain_samples, int grow_samples)
+{
+    double low = 0.7 * top_bytes, high_rtt = rtt_with(top_bytes), low_rtt = rtt_with(low);
+    uint32_t retrans = 0;
+
+    for (int c = 0; c < n; c++) {
+        add(low, high_rtt, 1, ++retrans);
+        for (int k = 1; k <= drain_samples; k++)
+            add(low, high_rtt + (low_rtt - high_rtt) * k / drain_samples, 0, retrans);
+        for (int k = 1; k <= grow_samples; k++) {
+            double cwnd = low + (top_bytes - low) * k / grow_samples;
+
+            add(cwnd, rtt_with(cwnd), 0, retrans);
+        }
+    }
+}
+
+/* Open a CUBIC window at 0 with a 4 s deadline and feed every sample. */
+static void feed(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
+
+    qw_open(&w, &p, 0.0, (uint64_t)(0.7e6), 0);
+    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+}
+
+/* Alone at 100 Mbit/s x 40 ms: the RTT rises 1 / R a byte of cwnd, so the share reads the
+ * window's rate over the link's, about 1, and the capacity seen stands. The queue's drain
+ * after each cut (cwnd flat, the RTT falling) is left out: counted, it would read 0.80 here,
+ * and a share of 0.22 with others in the queue below. */
+static void test_alone_reads_its_own_queue(void)
+{
+    double share;
+
+    drain_Bps = 12.5e6;
+    other_bytes = 0;
+    ns = 0;
+    cycles(3, 1.0e6, 15, 60);
+    feed();
+    share = qw_queue_share(&w);
+    CHECK(!isnan(share));
+    CHECK_NEAR(share, w.est.rate_bps / 8 / drain_Bps, 0.002);
+    CHECK(share > 0.9 && share < 1.1);
+    CHECK(!qw_queue_shared(&w));
+}
+
+/* Other traffic keeps 2 MB in the same queue on a link four times the flow's rate: the RTT
+ * rises only 1 / C a byte of the flow's cwnd, and the share reads its rate over C. */
+static void test_others_in_the_queue_read_a_share(void)
+{
+    double share;
+
+    drain_Bps = 50e6;
+    other_bytes = 2e6;
+    ns = 0;
+    cycles(3, 1.0e6, 15, 60);
+    feed();
+    share = qw_queue_share(&w);
+    CHECK_NEAR(share, w.est.rate_bps / 8 / drain_Bps, 0.002);
+    CHECK(share > 0.25 && share < 0.35);
+    CHECK(qw_queue_shared(&w));
+}
+
+/* Growth periods too short to read (under eight smoothed RTTs: the RTT trails the queue by
+ * a few rounds) or grown by under eight packets, and BBR: no reading, and the capacity seen
+ * stands. */
+static void test_short_periods_and_bbr_read_nothing(void)
+{
+    drain_Bps = 50e6;
+    other_bytes = 2.5e6;
+    ns = 0;
+    cycles(8, 1.0e6, 10, 12);   /* 240 ms of growth at a 64-70 ms RTT: under 4 rounds */
+    feed();
+    CHECK(isnan(qw_queue_share(&w)));
+    CHECK(!qw_queue_shared(&w));
+    ns = 0;
+    cycles(3, 40.0 * MSS, 15, 60);  /* from 28 to 40 packets: 12 of growth */
+    feed();
+    CHECK(!isnan(qw_queue_share(&w)));
+    ns = 0;
+    cycles(3, 20.0 * MSS, 15, 60);  /* from 14 to 20: 6 */
+    feed();
+    CHECK(isnan(qw_queue_share(&w)));
+    ns = 0;
+    cycles(3, 1.0e6, 15, 60);
+    feed();
+    CHECK(qw_queue_shared(&w));
+    w.p.bbr = 1;
+    CHECK(isnan(qw_queue_share(&w)));
+    CHECK(!qw_queue_shared(&w));
+}
+
+int main(void)
+{
+    test_alone_reads_its_own_queue();
+    test_others_in_the_queue_read_a_share();
+    test_short_periods_and_bbr_read_nothing();
+    return check_done();
+}
