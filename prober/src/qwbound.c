@@ -526,6 +526,22 @@ static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
     return grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
 }
 
+/* The receiver_window term's upper side for Reno / CUBIC after a cut the kernel kept: the
+ * receiver may open its window at once, but the rate then follows cwnd, which grows from
+ * where it is by the cc's law (grown_rate) below the rate the random losses seen hold it
+ * (loss_ceiling). INFINITY otherwise: a flow that never cut is still in slow-start (no
+ * ssthresh), which doubles cwnd each round once the window opens, and BBR's probes raise
+ * its estimate by a quarter each gain cycle. */
+static double rwnd_growth_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    double g;
+
+    if (w->p.bbr || w->p.beta <= 0 || w->events <= w->undone_events)
+        return INFINITY;
+    g = grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
+    return g > 0 ? g : INFINITY;
+}
+
 /* Reno / CUBIC on a path that reorders packets: the upper side when the kernel undid a cut
  * in the window (qwundo.c: DSACKs showed every retransmission of a recovery spurious), 0
  * otherwise. The window's kept cuts may then be reordering too (RACK marks a packet lost
@@ -823,7 +839,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     rising = qw_bbr_trend_ceiling(w, pr);
     if (rising > b.steady)
         widen(&b, b.steady, rising, QW_BOUND_BW_RISING);
-    rwnd = qw_rwnd_ceiling(w);
+    rwnd = fmin(qw_rwnd_ceiling(w), rwnd_growth_ceiling(w, pr));
     if (rwnd > b.steady)
         widen(&b, b.steady, rwnd, QW_BOUND_RWND);
     reorder = reorder_ceiling(w, pr);
@@ -930,8 +946,9 @@ static const struct {
     [QW_BOUND_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate: "
                                            "the path's capacity was not probed, and the "
                                            "receiver may open its window at any time, up to "
-                                           "the largest its window scale allows (the upper "
-                                           "end)" },
+                                           "the largest its window scale allows, and the "
+                                           "rate follows only as fast as cwnd grows (the "
+                                           "upper end)" },
     [QW_BOUND_REORDERING] = { "reordering", "the path reorders packets (the kernel undid cuts "
                                             "it had made for losses that were only reordering): "
                                             "Linux learns to tolerate it as the run goes on, so "

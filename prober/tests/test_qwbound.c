@@ -539,6 +539,47 @@ static void test_receiver_window_opens_the_upper_side(void)
     CHECK(b.by == QW_BOUND_RWND);
 }
 
+/* Reno at 10 Mbit/s x 40 ms held by a 50,000-byte receive window with cwnd at 100 packets
+ * (29 Mbit/s at the min RTT). With no cut the flow may still be in slow-start, which doubles
+ * cwnd each round once the window opens: the upper side is the receiver's largest window
+ * over the min RTT. After a cut the kernel kept (ssthresh set: congestion avoidance), the
+ * rate can follow the opened window only as fast as cwnd grows, a packet a round from
+ * where it is, below the rate the loss seen holds it: far below that. */
+static void test_receiver_window_after_a_cut_opens_as_cwnd_grows(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 3.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1 };
+    double top = 8388480 / 0.04, rate, done, to_go, linear;
+    qw_prediction pr;
+    qw_bounds b;
+
+    ns = 0;
+    run_at(4.0, 10e6, 40000, 40000, QW_BBR_NONE, 0);
+    rwnd_held(0, 50000, 7, 0.5);
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(w.events == 0);
+    CHECK(b.by == QW_BOUND_RWND);
+    CHECK_NEAR(b.hi, top, 1e-6);
+    for (int i = 50; i < ns; i++)
+        s[i].retrans = 1;
+    s[50].in_recovery = s[50].ssthresh_set = 1;
+    pr = feed_all(&p, 20);
+    b = qw_bound(&w, &pr);
+    CHECK(w.events == 1 && w.undone_events == 0);
+    CHECK(b.by == QW_BOUND_RWND);
+    /* no more than cwnd growing a packet a round from 100 packets for the rest of the run:
+     * 64.7 Mbit/s, under the 78.8 of that line (the loss seen holds cwnd below its top) and
+     * far under the receiver's largest window's 1678 */
+    rate = w.est.rate_bps / 8;
+    done = w.s[w.n - 1].t1 - w.start_t;
+    to_go = pr.rest_s - done;
+    linear = (rate * done + to_go * (100.0 * MSS / 0.04 + MSS * to_go / 2 / (0.04 * 0.04))) /
+             pr.rest_s;
+    CHECK(b.hi <= linear * (1 + 1e-9));
+    CHECK(b.hi > 2 * rate && b.hi < top / 20);
+}
+
 /* CUBIC at 100 Mbit/s x 60 ms (8948-byte segments, a one-BDP buffer of 745 kB) whose
  * window holds three whole loss cycles at 98 Mbit/s: 4 cuts, all random, from peaks of
  * 1735, 1682, 1360 and 1109 kB, each leaving more than a BDP (0.7 x 1109 kB): the link
@@ -1165,6 +1206,7 @@ int main(void)
     test_bbr_long_term_bandwidth_reopens_the_upper_side();
     test_bbr_estimate_above_every_slice_is_no_upper_end();
     test_receiver_window_opens_the_upper_side();
+    test_receiver_window_after_a_cut_opens_as_cwnd_grows();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_bbr_part_of_a_gain_cycle_reaches_its_estimate();
