@@ -495,12 +495,13 @@ double qw_loss_window_pkts(int cubic, double p, double rtt_s);
 
 /* The capacity (bytes/s) the window saw: its rate while a standing queue stood, at least
  * the fastest quarter of what it counted. */
+double qw_capacity_seen(const qw_window *w);
+
 /* Reno / CUBIC: the flow's share of its standing queue's drain, its rate times the slope of
  * the smoothed RTT against cwnd between congestion events (qwshare.c): about 1 for a flow
  * alone at a full link, its share of the link with other traffic steady in the queue; NAN
  * when no growth period was long enough, or BBR. */
 double qw_queue_share(const qw_window *w);
-double qw_capacity_seen(const qw_window *w);
 
 /* Loss-based cc: the lowest long-run rate (bytes/s) the sawtooth seen and the random loss
  * not yet ruled out allow at capacity cap (the window's rate when nothing lowers it), and

@@ -517,19 +517,24 @@ static double grown_rate(const qw_window *w, const qw_prediction *pr, double los
     return (rate * done + sum) / pr->rest_s;
 }
 
-/* The growing term's upper side: cwnd's growth (grown_rate) below the rate the random losses
- * seen hold it (loss_ceiling); 0 when the term does not apply (qw_growing). */
+/* cwnd's growth over the rest of the run (grown_rate) below the rate the random losses seen
+ * hold it (loss_ceiling), bytes/s. */
+static double grown_below_losses(const qw_window *w, const qw_prediction *pr)
+{
+    return grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
+}
+
+/* The growing term's upper side (grown_below_losses); 0 when the term does not apply
+ * (qw_growing). */
 static double growth_ceiling(const qw_window *w, const qw_prediction *pr)
 {
-    if (!qw_growing(w))
-        return 0;
-    return grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
+    return qw_growing(w) ? grown_below_losses(w, pr) : 0;
 }
 
 /* The receiver_window term's upper side for Reno / CUBIC after a cut the kernel kept: the
  * receiver may open its window at once, but the rate then follows cwnd, which grows from
- * where it is by the cc's law (grown_rate) below the rate the random losses seen hold it
- * (loss_ceiling). INFINITY otherwise: a flow that never cut is still in slow-start (no
+ * where it is by the cc's law below the rate the random losses seen hold it
+ * (grown_below_losses). INFINITY otherwise: a flow that never cut is still in slow-start (no
  * ssthresh), which doubles cwnd each round once the window opens, and BBR's probes raise
  * its estimate by a quarter each gain cycle. */
 static double rwnd_growth_ceiling(const qw_window *w, const qw_prediction *pr)
@@ -538,7 +543,7 @@ static double rwnd_growth_ceiling(const qw_window *w, const qw_prediction *pr)
 
     if (w->p.bbr || w->p.beta <= 0 || w->events <= w->undone_events)
         return INFINITY;
-    g = grown_rate(w, pr, loss_ceiling(w, qw_min_rtt_s(w)));
+    g = grown_below_losses(w, pr);
     return g > 0 ? g : INFINITY;
 }
 

@@ -54,7 +54,8 @@ void qw_track_share(qw_window *w, const qw_sample *s)
 {
     qw_share *sh = &w->share;
     qw_share_period *p = &sh->open;
-    double rtt = qw_srtt_lo(s) * 1e-6, x, y;
+    uint32_t rtt_us = qw_srtt_lo(s);
+    double rtt = rtt_us * 1e-6, x, y;
 
     if (w->p.bbr || w->p.beta <= 0)
         return;
@@ -63,8 +64,7 @@ void qw_track_share(qw_window *w, const qw_sample *s)
         p->n = 0;
         return;
     }
-    if (rtt <= 0 || s->t_s - w->event_t < 2.0 * rtt ||
-        qw_queue_at(w, qw_srtt_lo(s)) < QW_BUSY_QUEUE)
+    if (rtt_us == 0 || s->t_s - w->event_t < 2.0 * rtt || qw_queue_at(w, rtt_us) < QW_BUSY_QUEUE)
         return;
     if (p->n == 0 || rtt <= p->y0_s) {
         start_period(p, s->t_s, s->cwnd_bytes, rtt);

@@ -63,12 +63,18 @@ static void cycles(int n, double top_bytes, int drain_samples, int grow_samples)
     }
 }
 
-/* Open a CUBIC window at 0 with a 4 s deadline and feed every sample. */
-static void feed(void)
+/* n sawtooth cycles (cycles()) on a link that drains drain bytes/s with other traffic
+ * keeping other bytes in its queue, fed to a CUBIC window opened at 0 with a 4 s deadline. */
+static void play(double drain, double other, int n, double top_bytes, int drain_samples,
+                 int grow_samples)
 {
     qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
                     .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
 
+    drain_Bps = drain;
+    other_bytes = other;
+    ns = 0;
+    cycles(n, top_bytes, drain_samples, grow_samples);
     qw_open(&w, &p, 0.0, (uint64_t)(0.7e6), 0);
     for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
         ;
@@ -83,11 +89,7 @@ static void test_alone_reads_its_own_queue(void)
 {
     double share;
 
-    drain_Bps = 12.5e6;
-    other_bytes = 0;
-    ns = 0;
-    cycles(3, 1.0e6, 15, 60);
-    feed();
+    play(12.5e6, 0, 3, 1.0e6, 15, 60);
     share = qw_queue_share(&w);
     CHECK(!isnan(share));
     CHECK_NEAR(share, w.est.rate_bps / 8 / drain_Bps, 0.002);
@@ -101,11 +103,7 @@ static void test_others_in_the_queue_read_a_share(void)
 {
     double share;
 
-    drain_Bps = 50e6;
-    other_bytes = 2e6;
-    ns = 0;
-    cycles(3, 1.0e6, 15, 60);
-    feed();
+    play(50e6, 2e6, 3, 1.0e6, 15, 60);
     share = qw_queue_share(&w);
     CHECK_NEAR(share, w.est.rate_bps / 8 / drain_Bps, 0.002);
     CHECK(share > 0.25 && share < 0.35);
@@ -117,24 +115,15 @@ static void test_others_in_the_queue_read_a_share(void)
  * stands. */
 static void test_short_periods_and_bbr_read_nothing(void)
 {
-    drain_Bps = 50e6;
-    other_bytes = 2.5e6;
-    ns = 0;
-    cycles(8, 1.0e6, 10, 12);   /* 240 ms of growth at a 64-70 ms RTT: under 4 rounds */
-    feed();
+    /* 240 ms of growth at a 64-70 ms RTT: under 4 rounds */
+    play(50e6, 2.5e6, 8, 1.0e6, 10, 12);
     CHECK(isnan(qw_queue_share(&w)));
     CHECK(!qw_queue_shared(&w));
-    ns = 0;
-    cycles(3, 40.0 * MSS, 15, 60);  /* from 28 to 40 packets: 12 of growth */
-    feed();
+    play(50e6, 2.5e6, 3, 40.0 * MSS, 15, 60);  /* from 28 to 40 packets: 12 of growth */
     CHECK(!isnan(qw_queue_share(&w)));
-    ns = 0;
-    cycles(3, 20.0 * MSS, 15, 60);  /* from 14 to 20: 6 */
-    feed();
+    play(50e6, 2.5e6, 3, 20.0 * MSS, 15, 60);  /* from 14 to 20: 6 */
     CHECK(isnan(qw_queue_share(&w)));
-    ns = 0;
-    cycles(3, 1.0e6, 15, 60);
-    feed();
+    play(50e6, 2.5e6, 3, 1.0e6, 15, 60);
     CHECK(qw_queue_shared(&w));
     w.p.bbr = 1;
     CHECK(isnan(qw_queue_share(&w)));
