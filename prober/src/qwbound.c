@@ -343,6 +343,35 @@ static int cuts_kept_link_full(const qw_window *w, double cap, double base_rtt)
     return low * (1.0 - (1.0 - w->p.beta) / streams) >= cap * base_rtt;
 }
 
+/* Where random loss at p per packet (each stream's window averaging qw_loss_window_pkts
+ * and peaking at 2 / (1 + beta) x that) has the summed cwnd peak, in BDPs of cap at the
+ * round trip with no queue. */
+static double random_loss_top(const qw_window *w, double p, double cap, double base_rtt)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, base_rtt);
+
+    return qw_streams(w) * peak * mss / (cap * base_rtt);
+}
+
+/* The share of the mean-field long run that cwnd's spread under the random losses seen
+ * keeps (qwspread.c), at most 1. The mean-field reads TCP at its mean window (cut from top
+ * BDPs at most) at the loss rate random_loss_rate leaves open, and clusters of cuts take
+ * cwnd below it, and below the BDP, even when that mean is above it. 1 while no random loss
+ * was seen: the unseen rate's floor is what one loss would do from the cwnd the flow has
+ * (loss_descent), not a loss process the window has shown. */
+static double spread_ratio(const qw_window *w, double cap, double base_rtt, double top)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, p, mean, spread;
+
+    if (random_loss_events(w) == 0 || qw_packets_measured(w) < 1)
+        return 1.0;
+    p = random_loss_rate(w);
+    mean = qw_sawtooth_share(w->p.beta, fmin(top, random_loss_top(w, p, cap, base_rtt)));
+    spread = qw_spread_share(w->p.beta, p, cap * base_rtt / mss, top, qw_streams(w), base_rtt);
+    return mean > spread ? spread / mean : 1.0;
+}
+
 /* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
  * set it (*by; the rate itself when nothing lowers it):
  * - a cut from cwnd's peak (peak_top: the peaks cuts came at, else the deepest queue seen)
@@ -357,43 +386,46 @@ static int cuts_kept_link_full(const qw_window *w, double cap, double base_rtt)
  *   included, read the window twice what the path keeps (4 CUBIC streams on 100 Mbit/s x
  *   180 ms, 1.5-BDP buffer, 0.2 % loss: 455 ms of smoothed RTT against 180, a floor of
  *   81 Mbit/s against a 20 s figure of 57.6, and 64 with the base round trip).
+ * - the spread of cwnd under the random losses seen (spread_ratio): clusters of cuts take
+ *   cwnd below TCP's mean window, and below the BDP when that mean is above it, so each of
+ *   the two above keeps only the spread's share of the mean-field's long run.
  * A stream that a window (the receiver's, or its send buffer) held is no exception: a loss
  * cuts cwnd, not that window, and once cwnd is below it, cwnd sets the rate (a Linux
  * server's 4.46 MB window held CUBIC at 149 Mbit/s on 150 Mbit/s x 180 ms with 0.005 % loss,
  * cwnd at slow-start's 8.9 MB; a burst of losses at 15 s cut cwnd to 2.3 MB, and the 20 s
  * figure came out 10 % under the window's); the descent (loss_descent) starts from the cwnd
- * it has, so the cuts its headroom over the window absorbs cost nothing. Not when the window
- * holds three whole cycles (they hold whatever the loss process is) unless their cuts kept
- * the link full (cuts_kept_link_full: then they hold only the link's rate) or their peaks
- * fall (qw_peaks_level: cwnd still on its way down from slow-start's level to where the
- * losses hold it; an off-bench path, CUBIC on 100 Mbit/s x 60 ms with 0.03 % loss, two
- * streams: peaks of 876, 741 and 622 kB, and the window's last three cycles read 64 Mbit/s
- * as a floor against a 20 s figure of 41). */
+ * it has, so the cuts its headroom over the window absorbs cost nothing. A window that holds
+ * three whole cycles has measured the loss process's mean, not its rarer clusters: its floor
+ * is the rate measured times the spread's share, unless the cycles' cuts kept the link full
+ * (cuts_kept_link_full: then they hold only the link's rate) or their peaks fall
+ * (qw_peaks_level: cwnd still on its way down from slow-start's level to where the losses
+ * hold it; an off-bench path, CUBIC on 100 Mbit/s x 60 ms with 0.03 % loss, two streams:
+ * peaks of 876, 741 and 622 kB, and the window's last three cycles read 64 Mbit/s as a
+ * floor against a 20 s figure of 41). */
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, base_rtt = base_rtt_s(w);
-    double packets = qw_packets_measured(w);
-    double rate = w->est.rate_bps / 8.0, top, floor_rate;
-    int streams = qw_streams(w);
+    double base_rtt = base_rtt_s(w), packets = qw_packets_measured(w);
+    double rate = w->est.rate_bps / 8.0, top, floor_rate, spread;
 
     *by = QW_BOUND_SAWTOOTH;
     if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || base_rtt <= 0 || rate <= 0)
         return rate;
+    top = peak_top(w, cap * base_rtt);
+    spread = spread_ratio(w, cap, base_rtt, top);
+    if (spread < 1.0)
+        *by = QW_BOUND_RANDOM_LOSS;
     if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 && qw_peaks_level(w) &&
         !cuts_kept_link_full(w, cap, base_rtt))
-        return rate;
-    top = peak_top(w, cap * base_rtt);
+        return spread * rate;
     if (packets >= 1) {
-        double p = random_loss_rate(w);
-        double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, base_rtt);
-        double top_p = streams * peak * mss / (cap * base_rtt);
+        double top_p = random_loss_top(w, random_loss_rate(w), cap, base_rtt);
 
         if (top_p < top) {
             top = top_p;
             *by = QW_BOUND_RANDOM_LOSS;
         }
     }
-    floor_rate = qw_sawtooth_share(w->p.beta, top) * cap;
+    floor_rate = spread * qw_sawtooth_share(w->p.beta, top) * cap;
     return floor_rate < rate ? floor_rate : rate;
 }
 

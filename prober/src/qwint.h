@@ -3,8 +3,8 @@
  * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval, qwbbr.c
  * BBR's terms of it; qwlevel.c: changes of level and the flow's own transients; qwundo.c:
  * congestion events, counted and undone; qwshare.c: whether the standing queue is the
- * flow's own; qwpredict.c: the run's figure; qwstats.c: Student's t). Not for callers:
- * they use quickwin.h. */
+ * flow's own; qwspread.c: cwnd's spread under random loss; qwpredict.c: the run's figure;
+ * qwstats.c: Student's t). Not for callers: they use quickwin.h. */
 #ifndef QP_QWINT_H
 #define QP_QWINT_H
 
@@ -74,6 +74,13 @@ double qw_timeouts_share(const qw_window *w);
 void qw_track_share(qw_window *w, const qw_sample *s);
 /* 1 if the queue was shown shared: the capacity seen is the flow's share, not the link's. */
 int qw_queue_shared(const qw_window *w);
+
+/* qwspread.c */
+/* The long-run share of the link that streams Reno / CUBIC flows (beta) keep at random loss
+ * p per packet, a BDP of bdp_pkts, a buffer's top at top_bdps and a base round trip of
+ * rtt_s: their cwnd played round by round (its spread, not its mean). */
+double qw_spread_share(double beta, double p, double bdp_pkts, double top_bdps, int streams,
+                       double rtt_s);
 
 /* qwdue.c */
 /* Keep the largest backlog of the last half to whole second (for the drain). */

@@ -644,6 +644,54 @@ static void test_whole_cycles_that_kept_the_link_full_leave_the_floor(void)
     CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
 }
 
+/* CUBIC on 20 Mbit/s x 8 ms with 1500-byte frames (a BDP of 20 kB, 13.8 packets): three
+ * whole cycles at the link's rate, peaks level, 4 random cuts in 3,000 packets. The loss
+ * rate that leaves open (9.15 / 3,000, 0.31 %) has TCP's window peak above the buffer's
+ * top, so the mean-field floor is the link's rate; the spread of cwnd under those losses
+ * (clusters of cuts take it under the BDP) is not, and it sets the floor (an htb draw: two
+ * runs converged at 1.0 s with +-0.5-0.7 % on 19.3 Mbit/s and gave 0.8 and 1.5 % less over
+ * 20 s). No random cut, no spread: the cycles' rate. */
+static void test_clusters_of_random_cuts_lower_the_cycles_floor(void)
+{
+    double cap = 20e6 / 8, bdp = cap * 0.008, n = 3000, p = 9.15 / n, top_p, want;
+    qw_bound_by by;
+
+    memset(&w, 0, sizeof w);
+    w.p = (qw_params){ .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                       .beta = 0.7, .streams = 1 };
+    w.mss_bytes = MSS;
+    w.min_rtt_us = w.srtt_floor_us = 8000;
+    w.slice_rtt_us = 11000;
+    w.delivered_bytes = (uint64_t)(n * MSS);
+    w.est.rate_bps = cap * 8;
+    w.est.basis = QW_BASIS_LOSS_CYCLES;
+    w.est.batches = 3;
+    w.events = w.random_events = 4;
+    w.npeaks = 3;
+    top_p = 2.0 / 1.7 * qw_loss_window_pkts(1, p, 0.008) * MSS / bdp;
+    CHECK(top_p > 1.6);
+    /* peaks at 1.6 BDP: every cut left 1.12 BDP, the link full, so the cycles show nothing
+     * of the losses (cuts_kept_link_full) and the floor is the capacity's share */
+    for (int i = 0; i < 3; i++)
+        w.peak[i] = (uint64_t)(1.6 * bdp);
+    CHECK(qw_sawtooth_share(0.7, 1.6) == 1.0);
+    want = cap * qw_spread_share(0.7, p, bdp / MSS, 1.6, 1, 0.008);
+    CHECK(want < 0.99 * cap && want > 0.95 * cap);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    /* peaks at 1.4 BDP: a cut took cwnd just under the BDP, and the cycles measured what the
+     * losses' mean does; the spread lowers the rate measured by its share of that mean */
+    for (int i = 0; i < 3; i++)
+        w.peak[i] = (uint64_t)(1.4 * bdp);
+    want = cap * qw_spread_share(0.7, p, bdp / MSS, 1.4, 1, 0.008) / qw_sawtooth_share(0.7, 1.4);
+    CHECK(want < 0.98 * cap);
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), want, want * 1e-9);
+    CHECK(by == QW_BOUND_RANDOM_LOSS);
+    w.random_events = 0;
+    CHECK_NEAR(qw_loss_floor(&w, cap, &by), cap, 1e-6);
+    CHECK(by == QW_BOUND_SAWTOOTH);
+}
+
 /* BBR whose bandwidth filter kept 110 Mbit/s while its slices delivered 90-100: the upper
  * side may reach above the capacity seen, up to the fastest slice (a rate the path
  * carried), not to the estimate above every slice. */
@@ -1208,6 +1256,7 @@ int main(void)
     test_receiver_window_opens_the_upper_side();
     test_receiver_window_after_a_cut_opens_as_cwnd_grows();
     test_whole_cycles_that_kept_the_link_full_leave_the_floor();
+    test_clusters_of_random_cuts_lower_the_cycles_floor();
     test_bbr_upper_side_reaches_its_bandwidth_estimate();
     test_bbr_part_of_a_gain_cycle_reaches_its_estimate();
     test_bbr_rising_estimate_lifts_the_upper_side();

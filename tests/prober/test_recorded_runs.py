@@ -195,7 +195,7 @@ def test_recorded_cubic_falling_peaks_keep_the_random_loss_floor(replayed):
     assert r["basis"] == "loss_cycles" and r["batches"] == "3"
     assert r["bound_by"] == "random_loss"
     assert float(r["figure_mbps"]) == pytest.approx(46.996, abs=0.001)
-    assert float(r["lo_mbps"]) == pytest.approx(22.403, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(22.357, abs=0.001)
     assert float(r["hi_mbps"]) == pytest.approx(95.241, abs=0.001)
     assert r["covered"] == "1"
 
@@ -421,3 +421,23 @@ def test_recorded_cubic_against_bbr_reads_a_shared_queue_and_keeps_no_cap(replay
     # a CUBIC flow alone reads its own queue: about 1, and its cap stands
     alone = replayed["cubic-100M-60ms-loss0.001.validate.jsonl"]
     assert float(alone["queue_share"]) == pytest.approx(1.049, abs=0.0005)
+
+
+def test_recorded_cubic_clusters_of_random_cuts_widen_whole_cycles_at_the_link(replayed):
+    # CUBIC on 20 Mbit/s x 8 ms through the kernel's htb, 0.6-BDP buffer, 0.2 % random loss,
+    # 1500-byte frames (a BDP of 14 packets). The window's four whole cycles ran at the link's
+    # rate, and TCP's mean window at the loss rate they leave open peaks above the buffer's
+    # top: by the mean-field law the link stays full. Over 20 s clusters of random cuts took
+    # cwnd under the BDP now and then, and the figure came out 1.8 % lower. The recording's
+    # prober answered 19.29 with a lower end of 19.23 (+-0.3 %), a miss; cwnd's spread under
+    # those losses, played round by round (qwspread.c), lowers the end to 18.78.
+    r = replayed["cubic-20M-8ms-loss0.002-htb-cluster-cuts.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(18.939, abs=0.001)
+    assert float(r["prober_quick_mbps"]) == pytest.approx(19.289, abs=0.001)
+    assert r["converged"] == "1" and r["basis"] == "loss_cycles" and r["batches"] == "4"
+    assert r["bound_by"] == "random_loss"
+    assert float(r["figure_mbps"]) == pytest.approx(19.289, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(18.783, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(19.312, abs=0.001)
+    assert float(r["end_t"]) == pytest.approx(1.321, abs=0.001)
+    assert r["covered"] == "1"
