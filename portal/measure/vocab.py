@@ -318,7 +318,7 @@ QUICK_HOLDS = {
     "loss_free": "too few loss-free packets to rule out random loss",
     "probe_rtt": "BBR was in PROBE_RTT",
     "bw_rising": "BBR's bandwidth estimate was still rising",
-    "random_loss": "too few loss-free packets to rule out random loss that would lower the long-run rate",
+    "random_loss": "random loss, seen or not yet ruled out, could lower the long-run rate",
     "growing": "cwnd was still growing with no standing queue: the link was not full yet",
     "lt_bw": "BBR held its long-term bandwidth (its policer mode), below its estimate from before",
     "receiver_window": "the server's receive window, not the path, held the rate, and the server may open it",

@@ -103,8 +103,8 @@ static const struct {
     [QW_HOLD_LOSS_FREE] = { "loss_free", "too few loss-free packets to rule out random loss" },
     [QW_HOLD_PROBE_RTT] = { "probe_rtt", "BBR was in PROBE_RTT" },
     [QW_HOLD_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising" },
-    [QW_HOLD_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss "
-                                             "that would lower the long-run rate" },
+    [QW_HOLD_RANDOM_LOSS] = { "random_loss", "random loss, seen or not yet ruled out, could "
+                                             "lower the long-run rate" },
     [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link "
                                      "was not full yet" },
     [QW_HOLD_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (its policer mode), below "

@@ -958,9 +958,10 @@ static const struct {
                                     "them, one more such level" },
     [QW_BOUND_SAWTOOTH] = { "sawtooth", "no whole sawtooth cycle was seen: the lower end is what a "
                                         "cut leaves of the link with the buffer depth seen" },
-    [QW_BOUND_RANDOM_LOSS] = { "random_loss", "too few loss-free packets to rule out random loss: "
-                                              "the lower end is the rate TCP keeps at the loss "
-                                              "rate not yet ruled out" },
+    [QW_BOUND_RANDOM_LOSS] = { "random_loss", "random loss, seen or not yet ruled out by the "
+                                              "loss-free packets: the lower end is the rate TCP "
+                                              "keeps at the highest loss rate the packets seen "
+                                              "allow, with the dips clusters of losses cause" },
     [QW_BOUND_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (the policer mode it enters "
                                   "after steady losses) for part of the window: the rest of the "
                                   "run may return to its bandwidth estimate from before" },
