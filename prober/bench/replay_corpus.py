@@ -69,6 +69,7 @@ def draw_row(
     cc_only: str | None = None,
     streams_from: tuple[int, ...] = (),
     slot_ms: tuple[float, float] | None = None,
+    loss_from: tuple[float, ...] = (),
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -83,7 +84,9 @@ def draw_row(
     distribution) and each packet keeps its own draw, reordering a bulk flow as netem does.
     cc_only replaces the drawn congestion control; streams_from, when given, draws the number
     of streams from it after the path (as asked, even where each stream's window is tiny): one
-    more draw a path, so a seed's paths after the first are not those it draws without.
+    more draw a path, so a seed's paths after the first are not those it draws without;
+    loss_from, when given, draws each path's random loss from it the same way, after the
+    streams (a corpus of lossy paths, where the draw's loss is 0 on half of them).
     slot_ms (min, max) adds netem's slots both ways, Wi-Fi-like aggregation: a packet due
     with no slot open waits for the next, a gap uniform in that range later, no budget per
     slot; FIFO jitter order only (labctl refuses netem order with slots)."""
@@ -100,6 +103,8 @@ def draw_row(
         streams = 1
     if streams_from:
         streams = rng.choice(streams_from)
+    if loss_from:
+        loss = rng.choice(loss_from)
     cc = cc_only or cc
     if bottleneck != "delayline":
         cross = None
@@ -156,7 +161,7 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot)
+        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot, a.loss)
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             if a.server_rmem:
@@ -334,6 +339,19 @@ def _stream_counts(text: str) -> tuple[int, ...]:
     return counts
 
 
+def _loss_rates(text: str) -> tuple[float, ...]:
+    """--loss: comma-separated loss probabilities per packet, each in [0, 0.1]."""
+    try:
+        rates = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        rates = ()
+    if not rates or not all(0 <= p <= 0.1 for p in rates):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give loss probabilities per packet from 0 to 0.1, comma-separated, e.g. 3e-4,1e-3,2e-3"
+        )
+    return rates
+
+
 def _slot_ms(text: str) -> tuple[float, float]:
     """--slot: MIN,MAX in ms, 0 <= MIN <= MAX <= 1000, MAX above 0."""
     try:
@@ -392,6 +410,12 @@ def main(argv=None) -> int:
         type=_stream_counts,
         default=(),
         help="draw each path's streams from these counts, e.g. 2,4,8 (default: the draw's 1, 1, 2, 4, 8)",
+    )
+    c.add_argument(
+        "--loss",
+        type=_loss_rates,
+        default=(),
+        help="draw each path's random loss from these rates, e.g. 3e-4,1e-3,2e-3 (default: the draw's 0, 0, 0, 5e-5, 3e-4, 2e-3)",
     )
     c.add_argument(
         "--slot",

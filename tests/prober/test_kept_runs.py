@@ -3,6 +3,7 @@ prober/build/qwreplay: an estimator change is judged on them before and after wi
 a byte, and while the estimator is the one that recorded them, replay gives exactly the
 answer each run gave."""
 
+import dataclasses
 import gzip
 import json
 import random
@@ -168,6 +169,31 @@ def test_draw_row_with_slots_draws_the_recorded_slot_paths():
     ]
     assert (rows[0].path.slot_min_ms, rows[0].path.slot_max_ms, rows[0].path.slot_packets) == (1.0, 6.0, 0)
     assert replay_corpus.draw_row(random.Random(401), 1500).path.slot_max_ms == 0
+
+
+def test_draw_row_with_loss_draws_the_recorded_lossy_paths():
+    rng = random.Random(621)
+    rates = (3e-4, 1e-3, 2e-3, 5e-3)
+    rows = [replay_corpus.draw_row(rng, 1500, "htb", loss_from=rates) for _ in range(3)]
+    # the held-out lossy draw of report-corpus.md, "cwnd's spread under random loss"
+    assert [r.id for r in rows] == [
+        "r50-90ms-q2.5-l0.002-m1500-khtb-cubic-P8",
+        "r20-130ms-q1.5-l0.0003-m1500-khtb-cubic-P2",
+        "r150-15ms-q0.6-l0.001-jn3-m1500-khtb-cubic-P2",
+    ]
+    assert rows[0].path.loss == 2e-3
+    # the loss is drawn after everything else: the first path is the draw's, loss apart
+    plain = replay_corpus.draw_row(random.Random(621), 1500, "htb")
+    lossy = rows[0].path
+    assert plain.path.loss == 3e-4
+    assert dataclasses.replace(plain.path, loss=2e-3, name=lossy.name, description=lossy.description) == lossy
+
+
+@pytest.mark.parametrize("text", ["", "x", "-0.1", "0.2", "1e-3,,2e-3"])
+def test_collect_loss_option_rejects_bad_rates(text, capsys):
+    with pytest.raises(SystemExit):
+        replay_corpus.main(["collect", "--loss", text])
+    assert "give loss probabilities per packet from 0 to 0.1, comma-separated" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("text", ["", "4", "6,1", "0,0", "1,2000", "a,b"])
