@@ -355,19 +355,19 @@ static double random_loss_top(const qw_window *w, double p, double cap, double b
 }
 
 /* The share of the mean-field long run that cwnd's spread under the random losses seen
- * keeps (qwspread.c), at most 1. The mean-field reads TCP at its mean window (cut from top
- * BDPs at most) at the loss rate random_loss_rate leaves open, and clusters of cuts take
- * cwnd below it, and below the BDP, even when that mean is above it. 1 while no random loss
- * was seen: the unseen rate's floor is what one loss would do from the cwnd the flow has
+ * keeps (qwspread.c), at most 1. The mean-field reads TCP at its mean window under the loss
+ * rate p that random_loss_rate leaves open, cut from top BDPs of cap at most: mean of the
+ * link (qw_sawtooth_share). Clusters of cuts take cwnd below that mean window, and below the
+ * BDP, even when the mean is above it. 1 while no random loss was seen (or p is 0: no
+ * packet yet): the unseen rate's floor is what one loss would do from the cwnd the flow has
  * (loss_descent), not a loss process the window has shown. */
-static double spread_ratio(const qw_window *w, double cap, double base_rtt, double top)
+static double spread_ratio(const qw_window *w, double p, double cap, double base_rtt,
+                           double top, double mean)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, p, mean, spread;
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, spread;
 
-    if (random_loss_events(w) == 0 || qw_packets_measured(w) < 1)
+    if (random_loss_events(w) == 0 || p <= 0)
         return 1.0;
-    p = random_loss_rate(w);
-    mean = qw_sawtooth_share(w->p.beta, fmin(top, random_loss_top(w, p, cap, base_rtt)));
     spread = qw_spread_share(w->p.beta, p, cap * base_rtt / mss, top, qw_streams(w), base_rtt);
     return mean > spread ? spread / mean : 1.0;
 }
@@ -404,28 +404,27 @@ static double spread_ratio(const qw_window *w, double cap, double base_rtt, doub
  * floor against a 20 s figure of 41). */
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
-    double base_rtt = base_rtt_s(w), packets = qw_packets_measured(w);
-    double rate = w->est.rate_bps / 8.0, top, floor_rate, spread;
+    double base_rtt = base_rtt_s(w), rate = w->est.rate_bps / 8.0;
+    double top, p = 0, top_p = INFINITY, share, spread, floor_rate;
 
     *by = QW_BOUND_SAWTOOTH;
     if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || base_rtt <= 0 || rate <= 0)
         return rate;
     top = peak_top(w, cap * base_rtt);
-    spread = spread_ratio(w, cap, base_rtt, top);
+    if (qw_packets_measured(w) >= 1) {
+        p = random_loss_rate(w);
+        top_p = random_loss_top(w, p, cap, base_rtt);
+    }
+    share = qw_sawtooth_share(w->p.beta, fmin(top, top_p));
+    spread = spread_ratio(w, p, cap, base_rtt, top, share);
     if (spread < 1.0)
         *by = QW_BOUND_RANDOM_LOSS;
     if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 && qw_peaks_level(w) &&
         !cuts_kept_link_full(w, cap, base_rtt))
         return spread * rate;
-    if (packets >= 1) {
-        double top_p = random_loss_top(w, random_loss_rate(w), cap, base_rtt);
-
-        if (top_p < top) {
-            top = top_p;
-            *by = QW_BOUND_RANDOM_LOSS;
-        }
-    }
-    floor_rate = spread * qw_sawtooth_share(w->p.beta, top) * cap;
+    if (top_p < top)
+        *by = QW_BOUND_RANDOM_LOSS;
+    floor_rate = spread * share * cap;
     return floor_rate < rate ? floor_rate : rate;
 }
 

@@ -26,7 +26,7 @@
 #define SPREAD_MIN_CWND 2.0      /* Linux keeps cwnd at 2 packets at least after a cut */
 #define SPREAD_CUBIC_C 0.4       /* RFC 9438: C, packets / s^3 */
 #define SPREAD_GRID 16.0         /* inputs are rounded to 1/16 of an octave (see key_of) */
-#define SPREAD_MEMO 32
+#define SPREAD_MEMO 32           /* rounded keys kept: a window's inputs move slowly */
 
 /* One stream's cwnd and its cc's state, in packets and seconds. */
 typedef struct {
@@ -123,8 +123,10 @@ static double to_grid(double v, int dir)
 
 /* The key played for these inputs. A rounded input is played on the side that lowers the
  * share, so rounding only widens: the loss rate and the BDP up, the buffer's top and (for
- * CUBIC's clock) the round trip down. Streams past SPREAD_STREAMS are played as that many,
- * each with its share of the BDP: fewer streams sum to a rougher cwnd, a lower share. */
+ * CUBIC's clock) the round trip down. The top is one BDP at least: peaks that random loss
+ * cut below the BDP are no buffer's top, and a buffer overflows only past the BDP. Streams
+ * past SPREAD_STREAMS are played as that many, each with its share of the BDP: fewer streams
+ * sum to a rougher cwnd, a lower share. */
 static spread_key key_of(double beta, double p, double bdp_pkts, double top_bdps, int streams,
                          double rtt_s)
 {
