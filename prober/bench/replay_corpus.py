@@ -328,28 +328,32 @@ def calibrate(a) -> int:
     return 0
 
 
+def _comma_list(text: str, kind, ok, wanted: str) -> tuple:
+    """Comma-separated values of kind, each ok; else an argparse error saying what is wanted."""
+    try:
+        values = tuple(kind(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(ok(v) for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: {wanted}")
+    return values
+
+
 def _stream_counts(text: str) -> tuple[int, ...]:
     """--streams: comma-separated stream counts, each 1 to 128 (the prober's -P)."""
-    try:
-        counts = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        counts = ()
-    if not counts or not all(1 <= n <= 128 for n in counts):
-        raise argparse.ArgumentTypeError(f"{text!r}: give stream counts from 1 to 128, comma-separated, e.g. 2,4,8")
-    return counts
+    return _comma_list(
+        text, int, lambda n: 1 <= n <= 128, "give stream counts from 1 to 128, comma-separated, e.g. 2,4,8"
+    )
 
 
 def _loss_rates(text: str) -> tuple[float, ...]:
     """--loss: comma-separated loss probabilities per packet, each in [0, 0.1]."""
-    try:
-        rates = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        rates = ()
-    if not rates or not all(0 <= p <= 0.1 for p in rates):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give loss probabilities per packet from 0 to 0.1, comma-separated, e.g. 3e-4,1e-3,2e-3"
-        )
-    return rates
+    return _comma_list(
+        text,
+        float,
+        lambda p: 0 <= p <= 0.1,
+        "give loss probabilities per packet from 0 to 0.1, comma-separated, e.g. 3e-4,1e-3,2e-3",
+    )
 
 
 def _slot_ms(text: str) -> tuple[float, float]:
