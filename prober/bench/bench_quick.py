@@ -68,6 +68,7 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwloss.c",
     "prober/src/qwpredict.c",
     "prober/src/qwbound.c",
+    "prober/src/qwfloor.c",
     "prober/src/qwbbr.c",
     "prober/src/qwlevel.c",
     "prober/src/qwshare.c",

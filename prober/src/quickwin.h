@@ -134,7 +134,7 @@ typedef enum {
                                above it than the tolerance (qwbound.c, qw_rwnd_ceiling) */
     QW_HOLD_TIMEOUTS        /* the streams share a pipe of fewer than two packets each: some
                                is always in a retransmission timeout, and the run's end may
-                               wait for it (qwbound.c, qw_timeouts_share) */
+                               wait for it (qwdue.c, qw_timeouts_share) */
 } qw_hold;
 
 /* How the batches were formed. */

@@ -16,7 +16,8 @@
  * - random loss (Reno, CUBIC, fewer than three whole loss cycles): k loss events in n
  *   packets bound the loss-event rate (Poisson, 95 %), and at that rate TCP's loss
  *   response (Mathis et al. for Reno, RFC 9438 for CUBIC) may hold cwnd's peaks below the
- *   buffer's top: the same share, from a lower peak; it rises as packets pass;
+ *   buffer's top: the same share, from a lower peak; it rises as packets pass (these two,
+ *   and cwnd's spread under random losses seen, are qwfloor.c's qw_loss_floor);
  * - BBR: its rate over a gain cycle averages its bandwidth estimate, so the estimate (the
  *   largest delivery rate of the last 10 rounds) bounds the rate from above; but in its
  *   long-term bandwidth mode (qw_window.lt_bw) it paces at a lower average that it leaves
@@ -40,8 +41,6 @@
 #include <stddef.h>
 
 #define QW_QUARTERS 4           /* level pieces of the counted time */
-#define CUBIC_C 0.4             /* RFC 9438: C */
-#define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
 #define RWND_HELD 1.25          /* BBR's probing gain (qw_rwnd_ceiling) */
 #define RWND_STILL 1.01         /* a window within 1 % of its smallest held still */
 
@@ -85,47 +84,11 @@ double qw_min_rtt_s(const qw_window *w)
  * 18.1 ms (median 21.6). From 4 s to 20 s there, CUBIC's cwnd under 0.03 % loss averaged
  * 94.7 kB and carried 33.9 Mbit/s: 35 over the median, 42 over the floor, 86 over the min
  * RTT. The upper ends keep the min RTT. */
-static double base_rtt_s(const qw_window *w)
+double qw_no_queue_rtt_s(const qw_window *w)
 {
     uint32_t base = qw_no_queue_rtt_us(w->srtt_floor_us, w->min_rtt_us);
 
     return (base ? base : w->slice_rtt_us) / 1e6;
-}
-
-/* The share of the run's figure its end may lose to streams starved into retransmission
- * timeouts; 0 while the path holds two packets a stream and no stream was in a timeout at
- * most samples. Outside a timeout Linux keeps every
- * stream's cwnd at two packets or more (the ssthresh floor of Reno and CUBIC; BBR's least
- * target is four), so with less of the path than that a stream (the BDP at the capacity seen
- * plus the deepest queue) the streams' least flights overflow the buffer every round, losses
- * come faster than two or three packets in flight can repair by duplicate ACKs, and some
- * stream is always in a retransmission timeout, backed off (doubled at each one that fails:
- * RFC 6298; many flows on a thin link, Morris 1997). The run's end waits for every stream's
- * last bytes, and a stream starved at -t holds them until its backed-off timer fires, which
- * can be later than the prober's drain waits: the figure is then the bytes by -t over -t and
- * the whole drain. Eight BBR streams on 5 Mbit/s x 15 ms (a 27 kB buffer at 9000-byte
- * frames: four packets of path for eight) had six streams in a timeout with 55 packets
- * outstanding through most of each run; the window read the link's 4.8 Mbit/s, and three
- * of four 20 s runs waited out the 5 s drain for them: 4.02-4.13. */
-double qw_timeouts_share(const qw_window *w)
-{
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, end = w->slice_rtt_us / 1e6, pipe;
-
-    /* the cheap tests first: the window asks at every check, and the capacity scans slices */
-    if (w->p.drain_max_s <= end || w->p.full_s <= 0)
-        return 0;
-    /* The kernel's own reading first: some stream in a timeout (ca_state Loss) at most
-     * samples is the starvation the packet count below infers, also where that count reads
-     * two packets a stream or a little more (16 Reno streams on 5 Mbit/s x 30 ms, 1500 B:
-     * 2.02 a stream, some stream in Loss at every sample, and the 20 s runs' ends waited
-     * 0.8-1.6 s, 4.6 against 4.8 Mbit/s read). */
-    if (2 * w->timeout_samples <= w->samples) {
-        pipe = qw_capacity_seen(w) * base_rtt_s(w) * (1.0 + qw_deepest_queue(w));
-        if (pipe <= 0 || pipe >= 2.0 * mss * qw_streams(w))
-            return 0;
-    }
-    /* qw_predict's figure has the last bytes acked a smoothed RTT after -t */
-    return (w->p.drain_max_s - end) / (w->p.full_s + w->p.drain_max_s);
 }
 
 /* Smallest and largest of n rates. */
@@ -137,40 +100,6 @@ static void range_of(const double *rate, int n, double *lo, double *hi)
         *lo = fmin(*lo, rate[i]);
         *hi = fmax(*hi, rate[i]);
     }
-}
-
-/* Long-run share of the link a loss-based flow keeps when its cwnd peaks at top BDPs and
- * each cut sets it to beta x top: cwnd grows linearly between cuts (Reno; CUBIC's concave
- * growth leaves the low part sooner, so this is its lower bound). Below one BDP the link
- * idles and the rate is cwnd / the round trip with no queue (base_rtt_s); from one BDP up
- * a queue keeps it full. */
-double qw_sawtooth_share(double beta, double top)
-{
-    double bottom = beta * top, below;
-
-    if (top <= 0)
-        return 0;
-    if (top <= 1.0)
-        return (1.0 + beta) / 2.0 * top;
-    if (bottom >= 1.0)
-        return 1.0;
-    below = (1.0 - bottom) / (top - bottom);    /* share of the cycle below one BDP */
-    return 1.0 - below * (1.0 - bottom) / 2.0;
-}
-
-/* The average window (packets) one loss-based flow keeps at loss-event rate p and RTT
- * rtt_s: Reno's 1.22 / sqrt(p) (Mathis et al.); CUBIC the larger of that (its Reno-friendly
- * region) and 1.054 x (RTT / p)^(3/4) (RFC 9438 section 5.1, C 0.4, beta 0.7). */
-double qw_loss_window_pkts(int cubic, double p, double rtt_s)
-{
-    double w_pkts = RENO_K / sqrt(p);
-
-    if (cubic) {
-        double k = pow(CUBIC_C * (3.0 + 0.7) / (4.0 * (1.0 - 0.7)), 0.25);
-
-        w_pkts = fmax(w_pkts, k * pow(rtt_s, 0.75) / pow(p, 0.75));
-    }
-    return w_pkts;
 }
 
 /* The mean rate of the window's slices with a standing queue, bytes/s: the link's rate (a
@@ -196,15 +125,6 @@ double qw_capacity_seen(const qw_window *w)
 
     range_of(q, quarter_rates(w, q), &qlo, &qhi);
     return fmax(queued_rate(w), fmax(qhi, w->est.rate_bps / 8.0));
-}
-
-/* Poisson: the 95 % upper bound of the mean given k events (chi-square / 2), k >= 0. */
-static double poisson_upper95(uint32_t k)
-{
-    static const double u[] = { 3.00, 4.74, 6.30, 7.75, 9.15, 10.51, 11.84, 13.15, 14.43,
-                                15.71, 16.96 };
-
-    return k < sizeof u / sizeof u[0] ? u[k] : k + 1.645 * sqrt((double)k) + 1.5;
 }
 
 /* Poisson: the 95 % lower bound of the mean given k events (chi-square / 2), k >= 0. */
@@ -273,161 +193,6 @@ double qw_rwnd_ceiling(const qw_window *w)
     return top / rtt;
 }
 
-/* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the peaks the window's cuts came at
- * (cwnd summed over the streams), the quantity a cut scales; before any cut, 1 + the deepest
- * queue seen, slow-start's overshoot included (the smoothed RTT reads a little above the
- * queue: on a 0.25-BDP buffer at 20 ms, 0.31). */
-static double peak_top(const qw_window *w, double bdp_bytes)
-{
-    double sum = 0;
-    int k = 0;
-
-    for (int i = 0; i < w->npeaks; i++) {
-        sum += (double)w->peak[i];
-        k++;
-    }
-    if (k > 0 && bdp_bytes > 0)
-        return sum / k / bdp_bytes;
-    return 1.0 + qw_deepest_queue(w);
-}
-
-/* The random loss events the window saw: stream by stream, or as the aggregate counted them
- * if more (one recovery already begun when the window opened counts only there). With eight
- * CUBIC streams on 0.2 % loss some stream was in a recovery most of the time, and the
- * aggregate's 7 events in 11,636 packets put the loss rate at 0.1 % at most, where the
- * streams' cwnd settles twice as high as it did (42 -> 25 Mbit/s over the 20 s run). */
-static uint32_t random_loss_events(const qw_window *w)
-{
-    return w->random_stream_events > w->random_events ? w->random_stream_events
-                                                      : w->random_events;
-}
-
-/* The loss events the random-loss floor and the estimate's descent count: the random ones
- * (random_loss_events), or every one where the queue cannot tell a random loss from a full
- * buffer's (qw_queue_tells_random: several streams on a deep buffer). TCP's loss response
- * holds whatever the losses' cause (a sawtooth at a buffer's top has the mean window its
- * loss rate gives), so counting a full buffer's losses moves the estimate little; the
- * upper side (loss_ceiling) counts only the losses shown random. */
-static uint32_t floor_loss_events(const qw_window *w)
-{
-    uint32_t all = w->stream_events > w->events ? w->stream_events : w->events;
-
-    return qw_queue_tells_random(w) ? random_loss_events(w) : all;
-}
-
-/* The loss-event rate per packet that the floor's events (floor_loss_events) in the packets
- * since measuring began leave open at 95 % (Poisson); 1 before a packet. */
-static double random_loss_rate(const qw_window *w)
-{
-    double packets = qw_packets_measured(w);
-
-    return packets >= 1 ? fmin(1.0, poisson_upper95(floor_loss_events(w)) / packets) : 1.0;
-}
-
-/* 1 if the window's cuts left the link full although some were random (w->random_events):
- * after every cut (each peak less one stream's share of beta's cut) the summed cwnd still
- * held a BDP of cap, so the rate measured is cap at any loss rate that let cwnd stay there,
- * and the cycles show nothing of where random loss takes cwnd. On a lossy path (0.1 % at
- * 60 ms, 1-BDP buffer) such cycles are slow-start's cwnd coming down cut by cut (peaks of
- * 1735, 1682, 1360 and 1109 kB over a 745 kB BDP), at the link's rate for 4 s of a 20 s run
- * that ends at 65 % of it. Cuts at the buffer's top alone are the sawtooth's own. */
-static int cuts_kept_link_full(const qw_window *w, double cap, double base_rtt)
-{
-    int streams = qw_streams(w);
-    double low = INFINITY;
-
-    if (w->random_events == 0 || w->npeaks == 0)
-        return 0;
-    for (int i = 0; i < w->npeaks; i++)
-        low = fmin(low, (double)w->peak[i]);
-    return low * (1.0 - (1.0 - w->p.beta) / streams) >= cap * base_rtt;
-}
-
-/* Where random loss at p per packet (each stream's window averaging qw_loss_window_pkts
- * and peaking at 2 / (1 + beta) x that) has the summed cwnd peak, in BDPs of cap at the
- * round trip with no queue. */
-static double random_loss_top(const qw_window *w, double p, double cap, double base_rtt)
-{
-    double mss = w->mss_bytes ? w->mss_bytes : 1448;
-    double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, base_rtt);
-
-    return qw_streams(w) * peak * mss / (cap * base_rtt);
-}
-
-/* The share of the mean-field long run that cwnd's spread under the random losses seen
- * keeps (qwspread.c), at most 1. The mean-field reads TCP at its mean window under the loss
- * rate p that random_loss_rate leaves open, cut from top BDPs of cap at most: mean of the
- * link (qw_sawtooth_share). Clusters of cuts take cwnd below that mean window, and below the
- * BDP, even when the mean is above it. 1 while no random loss was seen (or p is 0: no
- * packet yet): the unseen rate's floor is what one loss would do from the cwnd the flow has
- * (loss_descent), not a loss process the window has shown. */
-static double spread_ratio(const qw_window *w, double p, double cap, double base_rtt,
-                           double top, double mean)
-{
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, spread;
-
-    if (random_loss_events(w) == 0 || p <= 0)
-        return 1.0;
-    spread = qw_spread_share(w->p.beta, p, cap * base_rtt / mss, top, qw_streams(w), base_rtt);
-    return mean > spread ? spread / mean : 1.0;
-}
-
-/* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
- * set it (*by; the rate itself when nothing lowers it):
- * - a cut from cwnd's peak (peak_top: the peaks cuts came at, else the deepest queue seen)
- *   leaves cwnd at beta x that peak: qw_sawtooth_share of the capacity cap;
- * - random loss not yet ruled out: after k loss events that did not come at the top of the
- *   buffer (w->random_events) in n packets since measuring began its rate is below
- *   poisson_upper95(k) / n at 95 %, and at that rate each stream's
- *   window averages qw_loss_window_pkts and peaks at 2 / (1 + beta) x that, which may be
- *   below the buffer's top. CUBIC's window there grows with the round trip (RFC 9438:
- *   RTT^0.75), and a flow that random loss holds below the link's rate keeps no queue: the
- *   round trip with no queue (base_rtt_s), not the slice's. The slice's, a standing queue
- *   included, read the window twice what the path keeps (4 CUBIC streams on 100 Mbit/s x
- *   180 ms, 1.5-BDP buffer, 0.2 % loss: 455 ms of smoothed RTT against 180, a floor of
- *   81 Mbit/s against a 20 s figure of 57.6, and 64 with the base round trip).
- * - the spread of cwnd under the random losses seen (spread_ratio): clusters of cuts take
- *   cwnd below TCP's mean window, and below the BDP when that mean is above it, so each of
- *   the two above keeps only the spread's share of the mean-field's long run.
- * A stream that a window (the receiver's, or its send buffer) held is no exception: a loss
- * cuts cwnd, not that window, and once cwnd is below it, cwnd sets the rate (a Linux
- * server's 4.46 MB window held CUBIC at 149 Mbit/s on 150 Mbit/s x 180 ms with 0.005 % loss,
- * cwnd at slow-start's 8.9 MB; a burst of losses at 15 s cut cwnd to 2.3 MB, and the 20 s
- * figure came out 10 % under the window's); the descent (loss_descent) starts from the cwnd
- * it has, so the cuts its headroom over the window absorbs cost nothing. A window that holds
- * three whole cycles has measured the loss process's mean, not its rarer clusters: its floor
- * is the rate measured times the spread's share, unless the cycles' cuts kept the link full
- * (cuts_kept_link_full: then they hold only the link's rate) or their peaks fall
- * (qw_peaks_level: cwnd still on its way down from slow-start's level to where the losses
- * hold it; an off-bench path, CUBIC on 100 Mbit/s x 60 ms with 0.03 % loss, two streams:
- * peaks of 876, 741 and 622 kB, and the window's last three cycles read 64 Mbit/s as a
- * floor against a 20 s figure of 41). */
-double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
-{
-    double base_rtt = base_rtt_s(w), rate = w->est.rate_bps / 8.0;
-    double top, p = 0, top_p = INFINITY, share, spread, floor_rate;
-
-    *by = QW_BOUND_SAWTOOTH;
-    if (w->p.bbr || w->p.beta <= 0 || cap <= 0 || base_rtt <= 0 || rate <= 0)
-        return rate;
-    top = peak_top(w, cap * base_rtt);
-    if (qw_packets_measured(w) >= 1) {
-        p = random_loss_rate(w);
-        top_p = random_loss_top(w, p, cap, base_rtt);
-    }
-    share = qw_sawtooth_share(w->p.beta, fmin(top, top_p));
-    spread = spread_ratio(w, p, cap, base_rtt, top, share);
-    if (spread < 1.0)
-        *by = QW_BOUND_RANDOM_LOSS;
-    if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 && qw_peaks_level(w) &&
-        !cuts_kept_link_full(w, cap, base_rtt))
-        return spread * rate;
-    if (top_p < top)
-        *by = QW_BOUND_RANDOM_LOSS;
-    floor_rate = spread * share * cap;
-    return floor_rate < rate ? floor_rate : rate;
-}
-
 /* 1 if cwnd fell more than two cuts (beta^2) below the peak the latest congestion event
  * cut (slow-start's exit before one was seen): more than one overflow of the buffer explains.
  * Reordering does it: a 100 Mbit/s x 40 ms path with +-5 ms of jitter each way cut Reno
@@ -485,7 +250,7 @@ static double cut_ceiling(const qw_window *w, double min_rtt)
 
 /* cwnd's growth (bytes, summed over the streams) dt seconds after the window's end with no
  * loss: Reno one MSS a round a stream (a round lasts rtt: the min RTT for an upper end,
- * base_rtt_s for the answer); CUBIC (RFC 9438)
+ * qw_no_queue_rtt_s for the answer); CUBIC (RFC 9438)
  * C x (t - K)^3 MSS from its epoch, with t - K at the window's end at most since, the seconds
  * since the latest cut (or the window's opening), plus a round for its target's look-ahead,
  * or Reno's if more. */
@@ -497,7 +262,7 @@ static double cwnd_growth(const qw_window *w, double since, double dt, double rt
 
     if (w->p.beta <= 0.6)
         return reno;
-    return fmax(reno, streams * mss * CUBIC_C * (pow(since + dt + rtt, 3) - pow(since, 3)));
+    return fmax(reno, streams * mss * QW_CUBIC_C * (pow(since + dt + rtt, 3) - pow(since, 3)));
 }
 
 /* The largest rate (bytes/s) the loss events seen allow: k events not at the top of a buffer
@@ -509,9 +274,9 @@ static double loss_ceiling(const qw_window *w, double min_rtt)
     double mss = w->mss_bytes ? w->mss_bytes : 1448, packets = qw_packets_measured(w), p, peak;
     int streams = qw_streams(w);
 
-    if (random_loss_events(w) == 0 || packets < 1)
+    if (qw_random_loss_events(w) == 0 || packets < 1)
         return INFINITY;
-    p = fmin(1.0, poisson_lower95(random_loss_events(w)) / packets);
+    p = fmin(1.0, poisson_lower95(qw_random_loss_events(w)) / packets);
     peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, min_rtt);
     return streams * peak * mss / min_rtt;
 }
@@ -600,14 +365,14 @@ static double reorder_ceiling(const qw_window *w, const qw_prediction *pr)
 }
 
 /* The random-loss floor (floor_rate, the long run at the loss-event rate p that
- * random_loss_rate leaves open) as the steady rate over the run from the window's start
+ * qw_random_loss_rate leaves open) as the steady rate over the run from the window's start
  * (pr->rest_s): the counted part at the rate measured, then cwnd's descent to the floor.
  * At p per packet each loss cuts one stream's cwnd by beta, so the streams' summed cwnd
  * loses p x (1 - beta) / streams of itself per packet sent, from where it is
  * (w->slice_cwnd0); between losses it grows, a round at a time, at the pace that balances
  * the losses at the mean window TCP's loss response keeps (qw_loss_window_pkts, W*: the
  * mean-field law rest_expected follows). Packets leave at cwnd / the round trip with no
- * queue (base_rtt_s), or at the rate measured while cwnd holds more than that in flight,
+ * queue (qw_no_queue_rtt_s), or at the rate measured while cwnd holds more than that in flight,
  * when a queue stands and a round lasts cwnd / that rate. Reaching the long run takes
  * several cuts: at 1e-4 on 95 Mbit/s x 40 ms with 1500-byte frames and a 1-BDP buffer, one
  * a 1.3 s at the link's rate, and about 7 s from 2 BDP of cwnd to the floor's with no growth
@@ -621,14 +386,14 @@ static double reorder_ceiling(const qw_window *w, const qw_prediction *pr)
  * descent from that p read the lower end above the 20 s figure. The long run alone then. */
 static double loss_descent(const qw_window *w, const qw_prediction *pr, double floor_rate)
 {
-    double base_rtt = base_rtt_s(w);
+    double base_rtt = qw_no_queue_rtt_s(w);
     double mss = w->mss_bytes ? w->mss_bytes : 1448, rate = w->est.rate_bps / 8.0;
     double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
     double win = (double)w->slice_cwnd0, sum = 0, dt, wstar, cut;
-    double p = random_loss_rate(w);
+    double p = qw_random_loss_rate(w);
     int streams = qw_streams(w), steps = 256;
 
-    if (random_loss_events(w) > 0 || w->n == 0 || base_rtt <= 0 || p <= 0 || to_go <= 0 ||
+    if (qw_random_loss_events(w) > 0 || w->n == 0 || base_rtt <= 0 || p <= 0 || to_go <= 0 ||
         floor_rate >= rate)
         return floor_rate;
     dt = to_go / steps;
@@ -676,9 +441,9 @@ static int climbing_back(const qw_window *w)
  *   under loss: each stream's cwnd w loses (1 - beta) w at each loss, p per packet sent,
  *   and grows at the pace that balances that at the average window TCP's loss response
  *   keeps (qw_loss_window_pkts, W*): dw/dt = p (1 - beta) (W*^2 / RTT - r w) / MSS,
- *   from the cwnd it has, at r = w / RTT, RTT the round trip with no queue (base_rtt_s).
+ *   from the cwnd it has, at r = w / RTT, RTT the round trip with no queue (qw_no_queue_rtt_s).
  *   p is the median of the loss-event rate that k random events (every event where the
- *   queue cannot tell: floor_loss_events) in n packets leave (Jeffreys' prior: about
+ *   queue cannot tell: qw_floor_loss_events) in n packets leave (Jeffreys' prior: about
  *   (k + 1/6) / n). 4 CUBIC streams on 150 Mbit/s x 90 ms, 2.5-BDP buffer, 0.2 % loss:
  *   no loss read random, 146.5 against a 20 s figure of 91.7; every loss counted, 119.2. One event is
  *   an occurrence, not a rate: on a 400 Mbit/s x 200 ms path with no random loss,
@@ -695,11 +460,11 @@ static int climbing_back(const qw_window *w)
  * either way. */
 static double rest_expected(const qw_window *w, const qw_prediction *pr)
 {
-    double base_rtt = base_rtt_s(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double base_rtt = qw_no_queue_rtt_s(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
     double rate = w->est.rate_bps / 8.0, packets = qw_packets_measured(w);
     double t_end = w->n ? w->s[w->n - 1].t1 : 0, done = t_end - w->start_t;
     double to_go = pr->rest_s - done, top = rate, cap, since = growth_since(w, t_end);
-    uint32_t k = floor_loss_events(w);
+    uint32_t k = qw_floor_loss_events(w);
     int streams = qw_streams(w), steps = 256, growing = climbing_back(w);
     double p, wstar = 0, win, cut, sum = 0, dt;
 
@@ -708,7 +473,7 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
         return rate;
     if (growing) {
         cap = qw_capacity_seen(w);
-        top = fmax(rate, qw_sawtooth_share(w->p.beta, peak_top(w, cap * base_rtt)) * cap);
+        top = fmax(rate, qw_sawtooth_share(w->p.beta, qw_peak_top(w, cap * base_rtt)) * cap);
     }
     p = k >= 2 ? fmin(1.0, (k + 1.0 / 6.0) / packets) : 0;
     if (p > 0)

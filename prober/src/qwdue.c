@@ -241,3 +241,39 @@ int qw_at_check(qw_window *w, double t)
         w->next_check_t += w->check_step_s;
     return 1;
 }
+
+/* The share of the run's figure its end may lose to streams starved into retransmission
+ * timeouts; 0 while the path holds two packets a stream and no stream was in a timeout at
+ * most samples. Outside a timeout Linux keeps every
+ * stream's cwnd at two packets or more (the ssthresh floor of Reno and CUBIC; BBR's least
+ * target is four), so with less of the path than that a stream (the BDP at the capacity seen
+ * plus the deepest queue) the streams' least flights overflow the buffer every round, losses
+ * come faster than two or three packets in flight can repair by duplicate ACKs, and some
+ * stream is always in a retransmission timeout, backed off (doubled at each one that fails:
+ * RFC 6298; many flows on a thin link, Morris 1997). The run's end waits for every stream's
+ * last bytes, and a stream starved at -t holds them until its backed-off timer fires, which
+ * can be later than the prober's drain waits: the figure is then the bytes by -t over -t and
+ * the whole drain. Eight BBR streams on 5 Mbit/s x 15 ms (a 27 kB buffer at 9000-byte
+ * frames: four packets of path for eight) had six streams in a timeout with 55 packets
+ * outstanding through most of each run; the window read the link's 4.8 Mbit/s, and three
+ * of four 20 s runs waited out the 5 s drain for them: 4.02-4.13. */
+double qw_timeouts_share(const qw_window *w)
+{
+    double mss = w->mss_bytes ? w->mss_bytes : 1448, end = w->slice_rtt_us / 1e6, pipe;
+
+    /* the cheap tests first: the window asks at every check, and the capacity scans slices */
+    if (w->p.drain_max_s <= end || w->p.full_s <= 0)
+        return 0;
+    /* The kernel's own reading first: some stream in a timeout (ca_state Loss) at most
+     * samples is the starvation the packet count below infers, also where that count reads
+     * two packets a stream or a little more (16 Reno streams on 5 Mbit/s x 30 ms, 1500 B:
+     * 2.02 a stream, some stream in Loss at every sample, and the 20 s runs' ends waited
+     * 0.8-1.6 s, 4.6 against 4.8 Mbit/s read). */
+    if (2 * w->timeout_samples <= w->samples) {
+        pipe = qw_capacity_seen(w) * qw_no_queue_rtt_s(w) * (1.0 + qw_deepest_queue(w));
+        if (pipe <= 0 || pipe >= 2.0 * mss * qw_streams(w))
+            return 0;
+    }
+    /* qw_predict's figure has the last bytes acked a smoothed RTT after -t */
+    return (w->p.drain_max_s - end) / (w->p.full_s + w->p.drain_max_s);
+}

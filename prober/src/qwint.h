@@ -1,6 +1,7 @@
 /* qwint.h: what the quick window's modules share (quickwin.c: the window, its slices,
  * batches and verdict; qwdue.c: when it answers; qwseen.c: what slow-start and BBR's gains
- * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval, qwbbr.c
+ * tell it; qwloss.c: a loss-based cc's sawtooth; qwbound.c: the answer's interval, qwfloor.c its
+ * lower end for a loss-based cc, qwbbr.c
  * BBR's terms of it; qwlevel.c: changes of level and the flow's own transients; qwundo.c:
  * congestion events, counted and undone; qwshare.c: whether the standing queue is the
  * flow's own; qwspread.c: cwnd's spread under random loss; qwpredict.c: the run's figure;
@@ -22,6 +23,7 @@
                                    many rounds (tcp_bbr.c's bbr_bw_rtts, CYCLE_LEN + 2) */
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
+#define QW_CUBIC_C 0.4          /* RFC 9438: C, packets / s^3 */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in qwlevel.c */
@@ -65,9 +67,6 @@ double qw_packets_measured(const qw_window *w);
 /* The window's parallel streams, at least 1. */
 int qw_streams(const qw_window *w);
 
-/* The share of the run's figure its end may lose waiting for streams starved into
- * retransmission timeouts (qwbound.c); 0 when the pipe holds two packets a stream. */
-double qw_timeouts_share(const qw_window *w);
 
 /* qwshare.c */
 /* Follow s into the fit of the smoothed RTT against cwnd (before qw_count_events). */
@@ -99,6 +98,9 @@ int qw_put_off(qw_window *w, const qw_sample *s);
 int qw_past_deadline(const qw_window *w, double t);
 /* 1 if a slice closing at t is a planned check (the deadline is one); moves the plan on. */
 int qw_at_check(qw_window *w, double t);
+/* The share of the run's figure its end may lose waiting for streams starved into
+ * retransmission timeouts; 0 when the pipe holds two packets a stream. */
+double qw_timeouts_share(const qw_window *w);
 
 /* qwbound.c */
 /* QW_HOLD_RANDOM_LOSS or QW_HOLD_SAWTOOTH while the lowest rate a loss-based cc's evidence
@@ -113,6 +115,21 @@ int qw_growing(const qw_window *w);
 double qw_rwnd_ceiling(const qw_window *w);
 /* The path's min RTT in seconds (the latest slice's smoothed RTT before one was seen). */
 double qw_min_rtt_s(const qw_window *w);
+/* The round trip with no queue in seconds (qw_no_queue_rtt_us; the latest slice's smoothed
+ * RTT before it is known): what the lower ends and the answer divide cwnd by. */
+double qw_no_queue_rtt_s(const qw_window *w);
+
+/* qwfloor.c */
+/* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the cuts' peaks, else 1 + the deepest
+ * queue seen. */
+double qw_peak_top(const qw_window *w, double bdp_bytes);
+/* The random loss events the window saw, stream by stream or in the aggregate if more. */
+uint32_t qw_random_loss_events(const qw_window *w);
+/* The loss events the floor and the estimate's descent count: the random ones, or every one
+ * where the queue cannot tell. */
+uint32_t qw_floor_loss_events(const qw_window *w);
+/* The loss-event rate per packet the floor's events leave open at 95 % (1 before a packet). */
+double qw_random_loss_rate(const qw_window *w);
 
 /* qwbbr.c */
 /* 1 if a window of this many rounds (qw_bbr_rounds_counted) is shorter than a gain cycle. */

@@ -24,7 +24,6 @@
 #define SPREAD_WORK 400000       /* stream-rounds played at most */
 #define SPREAD_STREAMS 16        /* streams played at most (see qw_spread_share) */
 #define SPREAD_MIN_CWND 2.0      /* Linux keeps cwnd at 2 packets at least after a cut */
-#define SPREAD_CUBIC_C 0.4       /* RFC 9438: C, packets / s^3 */
 #define SPREAD_GRID 16.0         /* inputs are rounded to 1/16 of an octave (see key_of) */
 #define SPREAD_MEMO 32           /* rounded keys kept: a window's inputs move slowly */
 
@@ -71,9 +70,9 @@ static void grow(spread_stream *s, double beta, int cubic, double round_s)
     }
     s->epoch_s += round_s;
     s->w_est += 3.0 * (1.0 - beta) / (1.0 + beta);
-    k = cbrt(s->w_max * (1.0 - beta) / SPREAD_CUBIC_C);
+    k = cbrt(s->w_max * (1.0 - beta) / QW_CUBIC_C);
     t = s->epoch_s - k;
-    target = fmax(SPREAD_CUBIC_C * t * t * t + s->w_max, s->w_est);
+    target = fmax(QW_CUBIC_C * t * t * t + s->w_max, s->w_est);
     s->cwnd = fmin(fmax(target, s->cwnd), 1.5 * s->cwnd);
 }
 
