@@ -13,7 +13,7 @@
  * optional open-loop cross-traffic source
  * (on/off, constant rate while on) occupies the same bottleneck and queue. An
  * optional CoDel (RFC 8289) drops at the head of that queue instead of waiting for it to
- * fill. Optional slotting, after netem's `slot`, releases packets in bursts as a Wi-Fi
+ * fill, or PIE (RFC 8033) at its tail (dlaqm.c). Optional slotting, after netem's `slot`, releases packets in bursts as a Wi-Fi
  * link's aggregation does: a packet due when no slot is open waits for the next one, a
  * random gap later, and each slot carries at most so many packets or bytes (FIFO order
  * only).
@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlaqm.h"
 #include "dlring.h"
 
 #define READ_MAX 65536u      /* largest IP packet a TUN can hand us */
@@ -61,8 +62,7 @@ typedef struct {
     double cross_bps;        /* open-loop cross traffic while on; 0 = none */
     uint64_t cross_on_ns, cross_off_ns;   /* off 0 = always on */
     uint32_t cross_pkt;      /* bytes per cross packet */
-    int codel;               /* 1: CoDel drops at the queue's head (RFC 8289) */
-    uint64_t codel_target_ns, codel_interval_ns;
+    aqm_conf aqm;            /* CoDel or PIE at the bottleneck (dlaqm.c) */
     uint64_t slot_min_ns, slot_max_ns;    /* gap before a slot opens; max 0 = no slotting */
     uint32_t slot_packets, slot_bytes;    /* a slot's budget; 0 = no limit */
 } dir_conf;
@@ -85,15 +85,6 @@ typedef struct {
     uint64_t slots, slot_full;            /* slots opened; of them, closed by their budget */
 } dir_stats;
 
-/* CoDel's state (RFC 8289 section 5): when the sojourn time first stayed above target,
- * whether it is dropping, its drop count and the time of the next drop. */
-typedef struct {
-    uint64_t first_above_ns, drop_next_ns;
-    uint32_t count, lastcount;
-    uint32_t maxpacket;      /* the largest packet seen: RFC 8289's one-MTU floor */
-    int dropping;
-} codel_state;
-
 typedef struct {
     const char *name;
     int in_fd, out_fd;
@@ -104,7 +95,7 @@ typedef struct {
     uint64_t slot_next_ns;   /* when the next (or current) slot opens; 0 before the first */
     int64_t slot_packets_left, slot_bytes_left;
     ring q;
-    codel_state cd;
+    aqm_state aqm;
     dir_stats st;
 } direction;
 
@@ -144,54 +135,6 @@ static double rng_normal(void)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-/* CoDel's next drop time after t with `count` drops in this dropping state. */
-static uint64_t codel_control_law(const dir_conf *c, uint64_t t, uint32_t count)
-{
-    return t + (uint64_t)((double)c->codel_interval_ns / sqrt((double)count));
-}
-
-/* CoDel's verdict (1 = drop) on the packet that reaches the queue's head at `head` after
- * waiting `sojourn` behind `ahead` bytes. The queue is FIFO at a fixed rate, so both are
- * known on arrival, and judging packets in arrival order at their head times is judging
- * them in CoDel's dequeue order at its dequeue times: a packet dropped at the head takes no
- * serialisation time, as here. RFC 8289 leaves the queue's state alone below one packet of
- * backlog after the head; the bytes ahead on arrival stand in for that (unknown then). */
-static int codel_drop(direction *d, uint64_t head, uint64_t sojourn, uint64_t ahead)
-{
-    const dir_conf *c = &d->conf;
-    codel_state *s = &d->cd;
-    int ok_to_drop = 0;
-
-    if (sojourn < c->codel_target_ns || ahead <= s->maxpacket)
-        s->first_above_ns = 0;
-    else if (s->first_above_ns == 0)
-        s->first_above_ns = head + c->codel_interval_ns;
-    else if (head >= s->first_above_ns)
-        ok_to_drop = 1;
-    if (s->dropping) {
-        if (!ok_to_drop) {
-            s->dropping = 0;
-            return 0;
-        }
-        if (head < s->drop_next_ns)
-            return 0;
-        s->count++;
-        s->drop_next_ns = codel_control_law(c, s->drop_next_ns, s->count);
-        return 1;
-    }
-    if (!ok_to_drop)
-        return 0;
-    /* re-entering soon after the last dropping state (its next drop may still be ahead:
-     * a signed difference) resumes near its drop rate */
-    uint32_t delta = s->count - s->lastcount;
-    int64_t since = (int64_t)(head - s->drop_next_ns);
-    s->count = delta > 1 && since < (int64_t)(16 * c->codel_interval_ns) ? delta : 1;
-    s->lastcount = s->count;
-    s->dropping = 1;
-    s->drop_next_ns = codel_control_law(c, head, s->count);
-    return 1;
-}
-
 /* Take `len` bytes arriving at t into the bottleneck: 1 with the time its last bit leaves
  * in *finish; 0 if the drop-tail queue is too full to hold it; -1 if CoDel drops it. */
 static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
@@ -206,9 +149,7 @@ static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
         return 0;
     }
     uint64_t begin = d->link_free_ns > t ? d->link_free_ns : t;
-    if (len > d->cd.maxpacket)
-        d->cd.maxpacket = (uint32_t)len;
-    if (d->conf.codel && codel_drop(d, begin, begin - t, backlog))
+    if (aqm_drop(&d->conf.aqm, &d->aqm, t, d->link_free_ns, backlog, (uint32_t)len, rng_uniform))
         return -1;
     *finish = begin + (uint64_t)((double)len * 8e9 / d->conf.rate_bps);
     d->link_free_ns = *finish;
@@ -442,6 +383,7 @@ static void print_extras(FILE *f, const direction *d)
             "\"cross_packet_bytes\":%u,\"cross_packets\":%llu,\"cross_bytes\":%llu,"
             "\"cross_drop_packets\":%llu,\"cross_drop_bytes\":%llu,"
             "\"aqm\":\"%s\",\"codel_target_us\":%.1f,\"codel_interval_us\":%.1f,"
+            "\"pie_target_us\":%.1f,\"pie_tupdate_us\":%.1f,"
             "\"drop_aqm_packets\":%llu,\"drop_aqm_bytes\":%llu,\"sojourn_mean_us\":%.1f,"
             "\"slot_min_us\":%.1f,\"slot_max_us\":%.1f,\"slot_packets\":%u,\"slot_bytes\":%u,"
             "\"slots\":%llu,\"slots_full\":%llu}",
@@ -452,8 +394,9 @@ static void print_extras(FILE *f, const direction *d)
             var > 0 ? sqrt(var) / 1e3 : 0.0, c->cross_bps, (double)c->cross_on_ns / 1e6,
             (double)c->cross_off_ns / 1e6, c->cross_pkt, (unsigned long long)s->cross_packets,
             (unsigned long long)s->cross_bytes, (unsigned long long)s->cross_drop_packets,
-            (unsigned long long)s->cross_drop_bytes, c->codel ? "codel" : "none",
-            (double)c->codel_target_ns / 1e3, (double)c->codel_interval_ns / 1e3,
+            (unsigned long long)s->cross_drop_bytes, aqm_name(c->aqm.kind),
+            (double)c->aqm.codel_target_ns / 1e3, (double)c->aqm.codel_interval_ns / 1e3,
+            (double)c->aqm.pie_target_ns / 1e3, (double)c->aqm.pie_tupdate_ns / 1e3,
             (unsigned long long)s->drop_aqm_packets, (unsigned long long)s->drop_aqm_bytes,
             s->sojourn_n ? s->sojourn_sum_ns / (double)s->sojourn_n / 1e3 : 0.0,
             (double)c->slot_min_ns / 1e3, (double)c->slot_max_ns / 1e3, c->slot_packets,
@@ -514,8 +457,9 @@ static void usage(FILE *f)
             "                 [--jitter-us US] [--jitter-dist uniform|normal]\n"
             "                 [--jitter-order fifo|netem]\n"
             "                 [--cross-rate BPS] [--cross-on-ms MS] [--cross-off-ms MS]\n"
-            "                 [--cross-pkt BYTES] [--aqm none|codel]\n"
+            "                 [--cross-pkt BYTES] [--aqm none|codel|pie]\n"
             "                 [--codel-target-us US] [--codel-interval-us US]\n"
+            "                 [--pie-target-us US] [--pie-tupdate-us US]\n"
             "                 [--slot-min-us US] [--slot-max-us US] [--slot-packets N]\n"
             "                 [--slot-bytes BYTES]\n"
             "                 (each also with fwd-/rev-)\n"
@@ -531,6 +475,9 @@ static void usage(FILE *f)
             "  on/off periods from the start (off 0 = always on), packets of 1500 bytes.\n"
             "  aqm codel: CoDel (RFC 8289) drops at the queue's head, target 5000 us and\n"
             "  interval 100000 us by default; the queue's size stays its hard limit.\n"
+            "  aqm pie: PIE (RFC 8033, as Linux's sch_pie) drops arrivals with a probability\n"
+            "  updated every tupdate from the queue's delay, target 15000 us and tupdate\n"
+            "  15000 us by default, after a first burst of 150 ms.\n"
             "  slot (netem's, Wi-Fi-like aggregation): a packet due with no slot open waits\n"
             "  for the next, uniform in [min, max] us after it fell due or after the slot\n"
             "  before used its budget of packets / bytes (0 = no limit); FIFO order only.\n"
@@ -564,6 +511,17 @@ static int choice_arg(const char *opt, const char *val, const char *a, const cha
     exit(2);
 }
 
+/* Parse an AQM's name: AQM_NONE, AQM_CODEL or AQM_PIE; exits with a message saying
+ * which are allowed if none of them. */
+static int aqm_arg(const char *opt, const char *val)
+{
+    for (int k = AQM_NONE; k <= AQM_PIE; k++)
+        if (val && !strcmp(val, aqm_name(k)))
+            return k;
+    fprintf(stderr, "delayline: %s needs none, codel or pie, got '%s'\n", opt, val ? val : "(nothing)");
+    exit(2);
+}
+
 /* Apply one per-direction setting (key is an option name without its --, fwd-, rev-). */
 static int set_dir(dir_conf *c, const char *opt, const char *key, const char *val)
 {
@@ -590,11 +548,15 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
     else if (!strcmp(key, "cross-pkt"))
         c->cross_pkt = (uint32_t)num_arg(opt, val, 64, 65535);
     else if (!strcmp(key, "aqm"))
-        c->codel = choice_arg(opt, val, "none", "codel");
+        c->aqm.kind = aqm_arg(opt, val);
     else if (!strcmp(key, "codel-target-us"))
-        c->codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
+        c->aqm.codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
     else if (!strcmp(key, "codel-interval-us"))
-        c->codel_interval_ns = (uint64_t)(num_arg(opt, val, 1, 1e8) * 1000.0);
+        c->aqm.codel_interval_ns = (uint64_t)(num_arg(opt, val, 1, 1e8) * 1000.0);
+    else if (!strcmp(key, "pie-target-us"))
+        c->aqm.pie_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
+    else if (!strcmp(key, "pie-tupdate-us"))
+        c->aqm.pie_tupdate_ns = (uint64_t)(num_arg(opt, val, 1000, 1e7) * 1000.0);
     else if (!strcmp(key, "slot-min-us"))
         c->slot_min_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
     else if (!strcmp(key, "slot-max-us"))
@@ -682,6 +644,7 @@ static int setup_dir(direction *d, const char *name, int in_fd, int out_fd, dir_
     d->out_fd = out_fd;
     d->conf = c;
     d->cross_next_ns = start_ns;
+    aqm_init(&d->conf.aqm, &d->aqm, start_ns);
     size_t size = cap > (double)RING_MAX ? RING_MAX : align16((size_t)cap);
     if (ring_open(&d->q, size, c.jitter_order == ORDER_NETEM) < 0) {
         fprintf(stderr, "delayline: cannot allocate %zu bytes for the %s queue\n", d->q.cap, name);
@@ -781,8 +744,10 @@ int main(int argc, char **argv)
     o.fwd.queue_bytes = o.rev.queue_bytes = 1u << 20;
     o.fwd.cross_on_ns = o.rev.cross_on_ns = 1000000000ull;
     o.fwd.cross_pkt = o.rev.cross_pkt = 1500;
-    o.fwd.codel_target_ns = o.rev.codel_target_ns = 5000000ull;        /* RFC 8289's */
-    o.fwd.codel_interval_ns = o.rev.codel_interval_ns = 100000000ull;
+    o.fwd.aqm.codel_target_ns = o.rev.aqm.codel_target_ns = 5000000ull;        /* RFC 8289's */
+    o.fwd.aqm.codel_interval_ns = o.rev.aqm.codel_interval_ns = 100000000ull;
+    o.fwd.aqm.pie_target_ns = o.rev.aqm.pie_target_ns = 15000000ull;           /* RFC 8033's */
+    o.fwd.aqm.pie_tupdate_ns = o.rev.aqm.pie_tupdate_ns = 15000000ull;
     parse_args(argc, argv, &o);
     /* The lab's parent (labctl) may die by SIGKILL: die with it, and say why. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -5,7 +5,7 @@
     labctl.py up --rate 100M --rtt 50ms --queue 1M --loss 0.001 [--iperf2] [--server-window 256K]
                  [--jitter 2ms [--jitter-dist normal]] [--cross 40M --cross-on 1s --cross-off 1s]
                  [--bottleneck tbf|htb]          # the kernel's shaper as the bottleneck (README)
-                 [--aqm codel]                   # CoDel at the delay line's bottleneck
+                 [--aqm codel|pie]               # CoDel or PIE at the delay line's bottleneck
                  [--slot 1ms,6ms [--slot-packets 42] [--slot-bytes 64K]]   # Wi-Fi-like bursts
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
@@ -63,7 +63,7 @@ FAR_DEV = "qpl1"
 IPERF3_PORT = 5201
 IPERF2_PORT = 5001
 BOTTLENECKS = ("delayline", "tbf", "htb")
-AQMS = ("none", "codel")
+AQMS = ("none", "codel", "pie")
 JITTER_ORDERS = ("fifo", "netem")
 IFB_DEV = "qplb"
 
@@ -146,8 +146,10 @@ class PathSpec:
     # depend on the delay line's exact serialisation.
     bottleneck: str = "delayline"
     # Active queue management at the delay line's bottleneck (both directions): "none"
-    # (drop-tail alone) or "codel" (RFC 8289: target 5 ms, interval 100 ms; the queue's size
-    # stays the hard limit). The kernel here has no codel, fq_codel, red or pie qdisc.
+    # (drop-tail alone), "codel" (RFC 8289: target 5 ms, interval 100 ms) or "pie" (RFC 8033,
+    # as Linux's sch_pie and DOCSIS cable modems run it: target 15 ms, early drops at the
+    # tail); the queue's size stays the hard limit. The kernel here has no codel, fq_codel,
+    # red or pie qdisc.
     aqm: str = "none"
     # The tbf bottleneck's token bucket in ms at the rate (0: 3 MTUs or 1 ms, whichever is
     # larger). With a queue of a packet or two it is a policer: bursts pass up to the bucket,
