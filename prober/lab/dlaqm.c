@@ -68,11 +68,12 @@ static void pie_update(const aqm_conf *c, aqm_state *s, uint64_t qdelay_ns)
 {
     double q = (double)qdelay_ns / 1e9, old = (double)s->pie_qdelay_old_ns / 1e9;
     double delta = PIE_ALPHA * (q - (double)c->pie_target_ns / 1e9) + PIE_BETA * (q - old);
+    static const double decades[] = { 1e-2, 1e-3, 1e-4, 1e-5, 1e-6 };
     double scale = 1.0;
 
     if (s->pie_prob < 0.1) {
         scale = 0.5;
-        for (double power = 0.01; s->pie_prob < power && power >= 1e-6; power /= 10)
+        for (size_t i = 0; i < sizeof decades / sizeof decades[0] && s->pie_prob < decades[i]; i++)
             scale /= 4;
     }
     delta *= scale;
