@@ -189,6 +189,19 @@ def test_draw_row_with_loss_draws_the_recorded_lossy_paths():
     assert dataclasses.replace(plain.path, loss=2e-3, name=lossy.name, description=lossy.description) == lossy
 
 
+def test_draw_row_with_pie_draws_the_recorded_pie_paths():
+    rng = random.Random(627)
+    rows = [replay_corpus.draw_row(rng, 1500, "delayline", "pie", False, "fifo", cc_only="cubic") for _ in range(3)]
+    # the held-out draw of report-corpus.md, "PIE held out": a 4-BDP buffer whatever was drawn
+    assert [r.id for r in rows] == [
+        "r50-130ms-q4-m1500-pie-cubic-P1",
+        "r5-60ms-q4-jn3-x0.2-m1500-pie-cubic-P1",
+        "r20-180ms-q4-m1500-pie-cubic-P2",
+    ]
+    assert rows[0].path.aqm == "pie" and rows[0].path.bottleneck == "delayline"
+    assert replay_corpus.draw_row(random.Random(627), 1500).path.aqm == "none"
+
+
 @pytest.mark.parametrize("text", ["", "x", "-0.1", "0.2", "1e-3,,2e-3"])
 def test_collect_loss_option_rejects_bad_rates(text, capsys):
     with pytest.raises(SystemExit):
