@@ -441,3 +441,23 @@ def test_recorded_cubic_clusters_of_random_cuts_widen_whole_cycles_at_the_link(r
     assert float(r["hi_mbps"]) == pytest.approx(19.312, abs=0.001)
     assert float(r["end_t"]) == pytest.approx(1.321, abs=0.001)
     assert r["covered"] == "1"
+
+
+def test_recorded_cubic_under_pie_keeps_the_random_loss_floor_through_the_cascade(replayed):
+    # CUBIC on 50 Mbit/s x 130 ms through PIE (the lab's --aqm pie, a 4-BDP buffer, 1500-byte
+    # frames; held-out seed 627). HyStart left slow-start at about a BDP, but the queue it
+    # built raised PIE's probability, and two cuts in 0.3 s left ssthresh at 0.65 BDP; with
+    # W_max cut down, CUBIC climbed back for 14 s (36-40 Mbit/s, 48 only at 15-16 s). PIE
+    # drops only with a queue standing, so its losses are the link's, like a buffer's top,
+    # but the share a cut from those peaks (1.11 BDP) leaves is about 0.93 of the link: above
+    # the 20 s figure. The losses came at a queue far below slow-start's, so they count as
+    # random, and the floor their rate leaves (12 Mbit/s) is the one that covers.
+    r = replayed["cubic-50M-130ms-pie-cascade.validate.jsonl"]
+    assert float(r["truth_mbps"]) == pytest.approx(38.511, abs=0.001)
+    assert r["converged"] == "0" and r["answered"] == "1" and r["hold"] == "few_batches"
+    assert r["bound_by"] == "random_loss"
+    assert float(r["figure_mbps"]) == pytest.approx(43.570, abs=0.001)
+    assert float(r["lo_mbps"]) == pytest.approx(11.969, abs=0.001)
+    assert float(r["hi_mbps"]) == pytest.approx(51.979, abs=0.001)
+    assert (float(r["ss_t"]), float(r["end_t"])) == (0.860, 4.661)
+    assert r["covered"] == "1"
