@@ -13,10 +13,10 @@
  * optional open-loop cross-traffic source
  * (on/off, constant rate while on) occupies the same bottleneck and queue. An
  * optional CoDel (RFC 8289) drops at the head of that queue instead of waiting for it to
- * fill, or PIE (RFC 8033) at its tail (dlaqm.c). Optional slotting, after netem's `slot`, releases packets in bursts as a Wi-Fi
- * link's aggregation does: a packet due when no slot is open waits for the next one, a
- * random gap later, and each slot carries at most so many packets or bytes (FIFO order
- * only).
+ * fill, or PIE (RFC 8033) at its tail (dlaqm.c). Optional slotting, after netem's `slot`,
+ * releases packets in bursts as a Wi-Fi link's aggregation does: a packet due when no slot
+ * is open waits for the next one, a random gap later, and each slot carries at most so many
+ * packets or bytes (FIFO order only).
  *
  * Counters are printed as one JSON line on stdout on SIGUSR1 and on exit.
  * Usage: see usage() below; labctl.py (same directory) is the normal caller. */
@@ -47,9 +47,11 @@
 #define RING_MIN (8u << 20)
 #define RING_MAX ((size_t)1 << 30)
 
-/* in the order choice_arg() returns their names: 0, 1 */
+/* in the order choice_arg() returns their names */
 enum { JITTER_UNIFORM, JITTER_NORMAL };
 enum { ORDER_FIFO, ORDER_NETEM };
+static const char *const JITTER_DISTS[] = { "uniform", "normal" };
+static const char *const JITTER_ORDERS[] = { "fifo", "netem" };
 
 typedef struct {
     double rate_bps;         /* 0 = no bottleneck */
@@ -136,7 +138,7 @@ static double rng_normal(void)
 }
 
 /* Take `len` bytes arriving at t into the bottleneck: 1 with the time its last bit leaves
- * in *finish; 0 if the drop-tail queue is too full to hold it; -1 if CoDel drops it. */
+ * in *finish; 0 if the drop-tail queue is too full to hold it; -1 if the AQM drops it. */
 static int bottleneck(direction *d, uint64_t len, uint64_t t, uint64_t *finish)
 {
     *finish = t;
@@ -499,26 +501,17 @@ static double num_arg(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-/* Parse one of two names, a or b: 0 for a, 1 for b (the enums' order); exits with a
- * message saying both if neither. */
-static int choice_arg(const char *opt, const char *val, const char *a, const char *b)
+/* Parse one of n names: its index (the enums' order); exits with a message saying which are
+ * allowed ("a or b", "a, b or c") if none of them. */
+static int choice_arg(const char *opt, const char *val, const char *const *names, int n)
 {
-    if (val && !strcmp(val, a))
-        return 0;
-    if (val && !strcmp(val, b))
-        return 1;
-    fprintf(stderr, "delayline: %s needs %s or %s, got '%s'\n", opt, a, b, val ? val : "(nothing)");
-    exit(2);
-}
-
-/* Parse an AQM's name: AQM_NONE, AQM_CODEL or AQM_PIE; exits with a message saying
- * which are allowed if none of them. */
-static int aqm_arg(const char *opt, const char *val)
-{
-    for (int k = AQM_NONE; k <= AQM_PIE; k++)
-        if (val && !strcmp(val, aqm_name(k)))
+    for (int k = 0; k < n; k++)
+        if (val && !strcmp(val, names[k]))
             return k;
-    fprintf(stderr, "delayline: %s needs none, codel or pie, got '%s'\n", opt, val ? val : "(nothing)");
+    fprintf(stderr, "delayline: %s needs ", opt);
+    for (int k = 0; k < n; k++)
+        fprintf(stderr, "%s%s", names[k], k == n - 1 ? "" : k == n - 2 ? " or " : ", ");
+    fprintf(stderr, ", got '%s'\n", val ? val : "(nothing)");
     exit(2);
 }
 
@@ -536,9 +529,9 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
     else if (!strcmp(key, "jitter-us"))
         c->jitter_ns = (uint64_t)(num_arg(opt, val, 0, 1e6) * 1000.0);
     else if (!strcmp(key, "jitter-dist"))
-        c->jitter_dist = choice_arg(opt, val, "uniform", "normal");
+        c->jitter_dist = choice_arg(opt, val, JITTER_DISTS, 2);
     else if (!strcmp(key, "jitter-order"))
-        c->jitter_order = choice_arg(opt, val, "fifo", "netem");
+        c->jitter_order = choice_arg(opt, val, JITTER_ORDERS, 2);
     else if (!strcmp(key, "cross-rate"))
         c->cross_bps = num_arg(opt, val, 0, 1e12);
     else if (!strcmp(key, "cross-on-ms"))
@@ -548,7 +541,7 @@ static int set_dir(dir_conf *c, const char *opt, const char *key, const char *va
     else if (!strcmp(key, "cross-pkt"))
         c->cross_pkt = (uint32_t)num_arg(opt, val, 64, 65535);
     else if (!strcmp(key, "aqm"))
-        c->aqm.kind = aqm_arg(opt, val);
+        c->aqm.kind = choice_arg(opt, val, aqm_names, AQM_KINDS);
     else if (!strcmp(key, "codel-target-us"))
         c->aqm.codel_target_ns = (uint64_t)(num_arg(opt, val, 1, 1e7) * 1000.0);
     else if (!strcmp(key, "codel-interval-us"))

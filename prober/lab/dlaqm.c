@@ -151,8 +151,10 @@ int aqm_drop(const aqm_conf *c, aqm_state *s, uint64_t t, uint64_t link_free_ns,
     return pie_drop(c, s, head - t, ahead, uniform);
 }
 
+const char *const aqm_names[AQM_KINDS] = { "none", "codel", "pie" };
+
 /* The AQM's name as the counters print it. */
 const char *aqm_name(int kind)
 {
-    return kind == AQM_CODEL ? "codel" : kind == AQM_PIE ? "pie" : "none";
+    return kind >= 0 && kind < AQM_KINDS ? aqm_names[kind] : "none";
 }

@@ -6,7 +6,10 @@
 
 #include <stdint.h>
 
-enum { AQM_NONE, AQM_CODEL, AQM_PIE };
+enum { AQM_NONE, AQM_CODEL, AQM_PIE, AQM_KINDS };
+
+/* Each AQM's name, in the enum's order (the option's values and the counters' "aqm"). */
+extern const char *const aqm_names[AQM_KINDS];
 
 typedef struct {
     int kind;                /* AQM_NONE, AQM_CODEL or AQM_PIE */
