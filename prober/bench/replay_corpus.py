@@ -75,9 +75,10 @@ def draw_row(
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
     the path, would set the result above that. A kernel bottleneck (tbf, htb) has no cross
     traffic (the delay line's source cannot share the kernel's queue): the same seed draws
-    the same paths with it left out. Under an AQM (codel, pie) the buffer is 4 BDP whatever was
-    drawn, as where one is deployed (fq_codel's limit is 10,240 packets, sch_pie's 1,000): the AQM, not the
-    buffer's top, sets where the flow meets loss; the same seed draws the same paths. A
+    the same paths with it left out. Under an AQM (codel, pie) the buffer is 4 BDP whatever
+    was drawn, as where one is deployed (fq_codel's limit is 10,240 packets, sch_pie's
+    1,000): the AQM, not the buffer's top, sets where the flow meets loss; the same seed
+    draws the same paths. A
     policer is the kernel's tbf with a bucket of POLICER_BURST_MS at the rate and a queue of
     two packets: what exceeds the bucket is dropped, nothing waits. With jitter_order netem
     every path has jitter (the draw's, or uniform +-2 ms where it drew none: netem's default

@@ -67,7 +67,6 @@ double qw_packets_measured(const qw_window *w);
 /* The window's parallel streams, at least 1. */
 int qw_streams(const qw_window *w);
 
-
 /* qwshare.c */
 /* Follow s into the fit of the smoothed RTT against cwnd (before qw_count_events). */
 void qw_track_share(qw_window *w, const qw_sample *s);
