@@ -484,7 +484,7 @@ int qw_streams(const qw_window *w)
 /* Packets delivered since measuring began, in the largest MSS seen. */
 double qw_packets_measured(const qw_window *w)
 {
-    return (double)(w->delivered_bytes - w->start_delivered) / (w->mss_bytes ? w->mss_bytes : 1448);
+    return (double)(w->delivered_bytes - w->start_delivered) / qw_mss(w->mss_bytes);
 }
 
 /* Start measuring at s if it is a steady moment, or at once when half of --quick-max-ms went

@@ -256,7 +256,7 @@ static double cut_ceiling(const qw_window *w, double min_rtt)
  * or Reno's if more. */
 static double cwnd_growth(const qw_window *w, double since, double dt, double rtt)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double mss = qw_mss(w->mss_bytes);
     int streams = qw_streams(w);
     double reno = streams * mss * dt / rtt;
 
@@ -271,7 +271,7 @@ static double cwnd_growth(const qw_window *w, double since, double dt, double rt
  * over min RTT at most; INFINITY when no such event was seen. */
 static double loss_ceiling(const qw_window *w, double min_rtt)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, packets = qw_packets_measured(w), p, peak;
+    double mss = qw_mss(w->mss_bytes), packets = qw_packets_measured(w), p, peak;
     int streams = qw_streams(w);
 
     if (qw_random_loss_events(w) == 0 || packets < 1)
@@ -387,7 +387,7 @@ static double reorder_ceiling(const qw_window *w, const qw_prediction *pr)
 static double loss_descent(const qw_window *w, const qw_prediction *pr, double floor_rate)
 {
     double base_rtt = qw_no_queue_rtt_s(w);
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, rate = w->est.rate_bps / 8.0;
+    double mss = qw_mss(w->mss_bytes), rate = w->est.rate_bps / 8.0;
     double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
     double win = (double)w->slice_cwnd0, sum = 0, dt, wstar, cut;
     double p = qw_random_loss_rate(w);
@@ -460,7 +460,7 @@ static int climbing_back(const qw_window *w)
  * either way. */
 static double rest_expected(const qw_window *w, const qw_prediction *pr)
 {
-    double base_rtt = qw_no_queue_rtt_s(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double base_rtt = qw_no_queue_rtt_s(w), mss = qw_mss(w->mss_bytes);
     double rate = w->est.rate_bps / 8.0, packets = qw_packets_measured(w);
     double t_end = w->n ? w->s[w->n - 1].t1 : 0, done = t_end - w->start_t;
     double to_go = pr->rest_s - done, top = rate, cap, since = growth_since(w, t_end);

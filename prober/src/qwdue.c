@@ -49,7 +49,7 @@ static uint32_t backlog_loss_events(const qw_window *w)
  * packets measured. */
 static int backlog_loss_likely(const qw_window *w, uint32_t events, double backlog_bytes)
 {
-    double packets = qw_packets_measured(w), mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double packets = qw_packets_measured(w), mss = qw_mss(w->mss_bytes);
 
     if (events == 0 || packets < 1)
         return 0;
@@ -259,7 +259,7 @@ int qw_at_check(qw_window *w, double t)
  * of four 20 s runs waited out the 5 s drain for them: 4.02-4.13. */
 double qw_timeouts_share(const qw_window *w)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, end = w->slice_rtt_us / 1e6, pipe;
+    double mss = qw_mss(w->mss_bytes), end = w->slice_rtt_us / 1e6, pipe;
 
     /* the cheap tests first: the window asks at every check, and the capacity scans slices */
     if (w->p.drain_max_s <= end || w->p.full_s <= 0)

@@ -131,7 +131,7 @@ static int cuts_kept_link_full(const qw_window *w, double cap, double base_rtt)
  * round trip with no queue. */
 static double random_loss_top(const qw_window *w, double p, double cap, double base_rtt)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double mss = qw_mss(w->mss_bytes);
     double peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, base_rtt);
 
     return qw_streams(w) * peak * mss / (cap * base_rtt);
@@ -147,7 +147,7 @@ static double random_loss_top(const qw_window *w, double p, double cap, double b
 static double spread_ratio(const qw_window *w, double p, double cap, double base_rtt,
                            double top, double mean)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, spread;
+    double mss = qw_mss(w->mss_bytes), spread;
 
     if (qw_random_loss_events(w) == 0 || p <= 0)
         return 1.0;

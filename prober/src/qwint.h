@@ -28,6 +28,13 @@
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in qwlevel.c */
 
+/* An MSS in bytes, or a 1500-byte frame's TCP payload with timestamps while no sample has
+ * given one: packets are counted in it. */
+static inline double qw_mss(uint32_t mss_bytes)
+{
+    return mss_bytes ? mss_bytes : 1448;
+}
+
 /* quickwin.c */
 /* Sum the counted bytes and seconds of slices [b, e). */
 void qw_unit_sum(const qw_window *w, int b, int e, double *bytes, double *secs);

@@ -106,7 +106,7 @@ int qw_last_slice_differs(const qw_window *w, const double *bytes, const double 
  * a path can read high. */
 static int loss_free(const qw_window *w, const qw_sample *s)
 {
-    double mss = w->mss_bytes ? w->mss_bytes : 1448, win = s->cwnd_bytes / mss;
+    double mss = qw_mss(w->mss_bytes), win = s->cwnd_bytes / mss;
     double need = fmin(QW_CLEAN_PACKETS, 5.0 / 1.5 * win * win);
 
     /* delivered counts SACKed segments x MSS, which can step back a little as they are

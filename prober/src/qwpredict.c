@@ -18,7 +18,7 @@
 static double probe_rtt_shortfall(const qw_window *w, double min_rtt_s)
 {
     double bdp = w->est.rate_bps / 8.0 * min_rtt_s;
-    double mss = w->mss_bytes ? w->mss_bytes : 1448;
+    double mss = qw_mss(w->mss_bytes);
     int streams = qw_streams(w);
 
     if (bdp <= 0)

@@ -29,7 +29,7 @@ static void fold_period(qw_share *sh, uint32_t mss_bytes, int streams)
 {
     qw_share_period *p = &sh->open;
     double mean_rtt = p->n ? p->y0_s + p->sy / p->n : 0;
-    double growth = (double)SHARE_MIN_GROWTH * (mss_bytes ? mss_bytes : 1448) * streams;
+    double growth = (double)SHARE_MIN_GROWTH * qw_mss(mss_bytes) * streams;
 
     if (p->n >= SHARE_MIN_POINTS && p->t1 - p->t0 >= SHARE_MIN_ROUNDS * mean_rtt &&
         (double)(p->x_hi - p->x_lo) >= growth) {
