@@ -7,6 +7,7 @@
                  [--bottleneck tbf|htb]          # the kernel's shaper as the bottleneck (README)
                  [--aqm codel|pie]               # CoDel or PIE at the delay line's bottleneck
                  [--slot 1ms,6ms [--slot-packets 42] [--slot-bytes 64K]]   # Wi-Fi-like bursts
+                 [--ack-rate 2M [--ack-queue 25K]]   # a slower ACK direction (asymmetric access)
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -163,6 +164,11 @@ class PathSpec:
     slot_max_ms: float = 0.0
     slot_packets: int = 0
     slot_bytes: int = 0
+    # The ACK direction's (far -> near) own bottleneck, for asymmetric access links (a cable
+    # modem's or DSL line's upstream carries the site's ACKs at a tenth of the rate or less):
+    # its rate (0: the data direction's) and its drop-tail queue (0: queue_bytes).
+    ack_rate_mbps: float = 0.0
+    ack_queue_bytes: int = 0
 
     def __post_init__(self):
         problems = []
@@ -201,6 +207,10 @@ class PathSpec:
         elif self.aqm != "none" and self.bottleneck != "delayline":
             problems.append(f"aqm {self.aqm} with a kernel bottleneck (allowed only with bottleneck delayline)")
         problems += self._slot_problems()
+        if not (0 <= self.ack_rate_mbps <= 10000):
+            problems.append(f"ack_rate_mbps {self.ack_rate_mbps} (allowed: 0 = the rate, or up to 10000)")
+        if self.ack_queue_bytes and not (1500 <= self.ack_queue_bytes <= 1 << 30):
+            problems.append(f"ack_queue_bytes {self.ack_queue_bytes} (allowed: 0 = the queue, or 1500 B - 1 GiB)")
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -480,6 +490,10 @@ class Lab:
                 str(round(p.slot_max_ms * 1000)),
             ]
             argv += ["--slot-packets", str(p.slot_packets), "--slot-bytes", str(p.slot_bytes)]
+        if p.ack_rate_mbps:
+            argv += ["--rev-rate", str(int(p.ack_rate_mbps * 1e6))]
+        if p.ack_queue_bytes:
+            argv += ["--rev-queue", str(p.ack_queue_bytes)]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
             argv += ["--jitter-order", p.jitter_order]
@@ -707,6 +721,10 @@ def _path_from_args(a) -> PathSpec:
         over["slot_packets"] = a.slot_packets
     if a.slot_bytes:
         over["slot_bytes"] = parse_size(a.slot_bytes)
+    if a.ack_rate:
+        over["ack_rate_mbps"] = parse_rate(a.ack_rate) / 1e6
+    if a.ack_queue:
+        over["ack_queue_bytes"] = parse_size(a.ack_queue)
     if over:
         d = asdict(spec)
         d.update(over)
@@ -871,6 +889,8 @@ def main(argv=None) -> int:
     )
     up.add_argument("--slot-packets", type=int, help="at most this many packets per slot (default 0: no limit)")
     up.add_argument("--slot-bytes", help="at most this many bytes per slot, e.g. 64K (default: no limit)")
+    up.add_argument("--ack-rate", help="the ACK direction's own rate, e.g. 2M (default: --rate's)")
+    up.add_argument("--ack-queue", help="the ACK direction's own drop-tail queue, e.g. 25K (default: --queue's)")
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(
         sub.add_parser(n, help=h)
