@@ -8,6 +8,7 @@
     replay_corpus.py collect --seed 89 --paths 16 --server-rmem 6291456 --out test-artifacts/stock
     replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
     replay_corpus.py collect --seed 401 --paths 16 --mtu 1500 --slot 1,6 --out test-artifacts/slot
+    replay_corpus.py collect --seed 641 --paths 8 --mtu 1500 --ack-ratio 50 --out test-artifacts/asym
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
@@ -70,6 +71,7 @@ def draw_row(
     streams_from: tuple[int, ...] = (),
     slot_ms: tuple[float, float] | None = None,
     loss_from: tuple[float, ...] = (),
+    ack_ratio: float = 0,
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -90,7 +92,11 @@ def draw_row(
     streams (a corpus of lossy paths, where the draw's loss is 0 on half of them).
     slot_ms (min, max) adds netem's slots both ways, Wi-Fi-like aggregation: a packet due
     with no slot open waits for the next, a gap uniform in that range later, no budget per
-    slot; FIFO jitter order only (labctl refuses netem order with slots)."""
+    slot; FIFO jitter order only (labctl refuses netem order with slots). ack_ratio N, when
+    given, makes the path asymmetric, as a cable modem's or DSL line's upstream carries the
+    site's ACKs: the ACK direction at the rate / N, with a drop-tail buffer of ACK_BUFFER_MS at
+    that rate (at least 3 packets of the MTU); no draw is added, so a seed draws the same
+    paths with it."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -130,12 +136,21 @@ def draw_row(
     if slot_ms:
         lo, hi = slot_ms
         path = dataclasses.replace(path, slot_min_ms=lo, slot_max_ms=hi, name=f"{path.name}-slot{lo:g}-{hi:g}")
+    if ack_ratio:
+        ack_mbps = rate / ack_ratio
+        ack_queue = max(3 * mtu, int(ack_mbps * 1e6 / 8 * ACK_BUFFER_MS / 1e3))
+        name = f"{path.name}-ack{ack_mbps:g}"
+        path = dataclasses.replace(path, ack_rate_mbps=ack_mbps, ack_queue_bytes=ack_queue, name=name)
     return bq.Row(path, cc, streams)
 
 
 # A policer's bucket: Juniper's guidance is 5 ms at the rate, Cisco's default Bc 31 ms
 # (CIR / 32); 10 ms sits between.
 POLICER_BURST_MS = 10.0
+
+# An access link's upstream buffer, in time at its rate: cable modems and DSL lines hold
+# 100 ms or more (bufferbloat's measurements saw 100 ms to seconds); 100 ms is the low end.
+ACK_BUFFER_MS = 100.0
 
 
 def _ready_to_record(a) -> None:
@@ -162,7 +177,9 @@ def collect(a) -> int:
     rng = random.Random(a.seed)
     t0 = time.monotonic()
     for i in range(a.paths):
-        row = draw_row(rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot, a.loss)
+        row = draw_row(
+            rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot, a.loss, a.ack_ratio
+        )
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             if a.server_rmem:
@@ -370,6 +387,19 @@ def _slot_ms(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def _ack_ratio(text: str) -> float:
+    """--ack-ratio: N from 1 to 1000, the data direction's rate over the ACK direction's."""
+    try:
+        n = float(text)
+    except ValueError:
+        n = -1
+    if not (1 <= n <= 1000):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give the rate over the ACK direction's as a number from 1 to 1000, e.g. 50"
+        )
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -426,6 +456,12 @@ def main(argv=None) -> int:
         "--slot",
         type=_slot_ms,
         help="netem's slots both ways (Wi-Fi-like aggregation): the gap before a slot as MIN,MAX ms, e.g. 1,6",
+    )
+    c.add_argument(
+        "--ack-ratio",
+        type=_ack_ratio,
+        default=0,
+        help=f"asymmetric paths: the ACK direction at the rate / N with a {ACK_BUFFER_MS:g} ms buffer, e.g. 50",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

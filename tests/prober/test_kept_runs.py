@@ -202,6 +202,35 @@ def test_draw_row_with_pie_draws_the_recorded_pie_paths():
     assert replay_corpus.draw_row(random.Random(627), 1500).path.aqm == "none"
 
 
+def test_draw_row_with_ack_ratio_draws_the_recorded_asymmetric_paths():
+    rng = random.Random(641)
+    rows = [replay_corpus.draw_row(rng, 1500, ack_ratio=50) for _ in range(5)]
+    # the held-out draw of report-corpus.md, "Asymmetric paths held out": the ACK direction
+    # at the rate / 50 with 100 ms of buffer at that rate, at least three frames
+    assert [r.id for r in rows] == [
+        "r100-8ms-q2.5-ju1-m1500-ack2-bbr-P1",
+        "r100-180ms-q0.3-l5e-05-ju1-x0.4-m1500-ack2-cubic-P4",
+        "r150-130ms-q0.6-l5e-05-ju1-x0.2-m1500-ack3-bbr-P1",
+        "r50-60ms-q0.3-x0.4-m1500-ack1-bbr-P1",
+        "r5-8ms-q2.5-l5e-05-m1500-ack0.1-bbr-P1",
+    ]
+    assert [(r.path.ack_rate_mbps, r.path.ack_queue_bytes) for r in rows[2:5]] == [
+        (3.0, 37_500),
+        (1.0, 12_500),
+        (0.1, 4_500),
+    ]
+    # no draw is added: the same seed draws the same paths, symmetric
+    plain = replay_corpus.draw_row(random.Random(641), 1500)
+    assert (plain.id, plain.path.ack_rate_mbps) == ("r100-8ms-q2.5-ju1-m1500-bbr-P1", 0.0)
+
+
+@pytest.mark.parametrize("text", ["", "x", "0.5", "1001"])
+def test_collect_ack_ratio_option_rejects_bad_ratios(text, capsys):
+    with pytest.raises(SystemExit):
+        replay_corpus.main(["collect", "--ack-ratio", text])
+    assert "give the rate over the ACK direction's as a number from 1 to 1000" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text", ["", "x", "-0.1", "0.2", "1e-3,,2e-3"])
 def test_collect_loss_option_rejects_bad_rates(text, capsys):
     with pytest.raises(SystemExit):
