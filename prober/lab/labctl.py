@@ -8,6 +8,7 @@
                  [--aqm codel|pie]               # CoDel or PIE at the delay line's bottleneck
                  [--slot 1ms,6ms [--slot-packets 42] [--slot-bytes 64K]]   # Wi-Fi-like bursts
                  [--ack-rate 2M [--ack-queue 25K]]   # a slower ACK direction (asymmetric access)
+                 [--ack-cross 1M --ack-cross-on 2s --ack-cross-off 3s]  # the site's uploads there
     labctl.py exec [--lab NAME] -- quickprobe -c 10.99.0.2 --json
     labctl.py stats [--lab NAME]                 # the delay line's counters now (JSON)
     labctl.py down [--lab NAME]
@@ -169,6 +170,11 @@ class PathSpec:
     # its rate (0: the data direction's) and its drop-tail queue (0: queue_bytes).
     ack_rate_mbps: float = 0.0
     ack_queue_bytes: int = 0
+    # Open-loop cross traffic in the ACK direction (the site's own uploads sharing that
+    # upstream with its ACKs), as cross_* in the data direction: ack_cross_mbps while on.
+    ack_cross_mbps: float = 0.0
+    ack_cross_on_ms: float = 1000.0
+    ack_cross_off_ms: float = 0.0
 
     def __post_init__(self):
         problems = []
@@ -211,6 +217,15 @@ class PathSpec:
             problems.append(f"ack_rate_mbps {self.ack_rate_mbps} (allowed: 0 = the rate, or up to 10000)")
         if self.ack_queue_bytes and not (1500 <= self.ack_queue_bytes <= 1 << 30):
             problems.append(f"ack_queue_bytes {self.ack_queue_bytes} (allowed: 0 = the queue, or 1500 B - 1 GiB)")
+        ack_rate = self.ack_rate_mbps or self.rate_mbps
+        if not (0 <= self.ack_cross_mbps < ack_rate):
+            problems.append(
+                f"ack_cross_mbps {self.ack_cross_mbps} (allowed: 0 <= cross < the ACK direction's rate, {ack_rate:g})"
+            )
+        if not (1 <= self.ack_cross_on_ms <= 3.6e6) or not (0 <= self.ack_cross_off_ms <= 3.6e6):
+            problems.append(
+                f"ack cross on/off {self.ack_cross_on_ms:g}/{self.ack_cross_off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)"
+            )
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -494,6 +509,15 @@ class Lab:
             argv += ["--rev-rate", str(int(p.ack_rate_mbps * 1e6))]
         if p.ack_queue_bytes:
             argv += ["--rev-queue", str(p.ack_queue_bytes)]
+        if p.ack_cross_mbps:
+            argv += [
+                "--rev-cross-rate",
+                str(int(p.ack_cross_mbps * 1e6)),
+                "--rev-cross-on-ms",
+                repr(float(p.ack_cross_on_ms)),
+                "--rev-cross-off-ms",
+                repr(float(p.ack_cross_off_ms)),
+            ]
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
             argv += ["--jitter-order", p.jitter_order]
@@ -725,6 +749,12 @@ def _path_from_args(a) -> PathSpec:
         over["ack_rate_mbps"] = parse_rate(a.ack_rate) / 1e6
     if a.ack_queue:
         over["ack_queue_bytes"] = parse_size(a.ack_queue)
+    if a.ack_cross:
+        over["ack_cross_mbps"] = parse_rate(a.ack_cross) / 1e6
+    if a.ack_cross_on:
+        over["ack_cross_on_ms"] = parse_time_ms(a.ack_cross_on)
+    if a.ack_cross_off:
+        over["ack_cross_off_ms"] = parse_time_ms(a.ack_cross_off)
     if over:
         d = asdict(spec)
         d.update(over)
@@ -891,6 +921,9 @@ def main(argv=None) -> int:
     up.add_argument("--slot-bytes", help="at most this many bytes per slot, e.g. 64K (default: no limit)")
     up.add_argument("--ack-rate", help="the ACK direction's own rate, e.g. 2M (default: --rate's)")
     up.add_argument("--ack-queue", help="the ACK direction's own drop-tail queue, e.g. 25K (default: --queue's)")
+    up.add_argument("--ack-cross", help="open-loop cross traffic in the ACK direction, e.g. 1M")
+    up.add_argument("--ack-cross-on", help="its on period, e.g. 2s (default 1s)")
+    up.add_argument("--ack-cross-off", help="its off period, e.g. 3s (default 0: always on)")
     up.add_argument("--seed", type=int, default=1, help="loss and jitter random seed")
     for p in (up,) + tuple(
         sub.add_parser(n, help=h)
