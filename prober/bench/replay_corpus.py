@@ -9,6 +9,7 @@
     replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
     replay_corpus.py collect --seed 401 --paths 16 --mtu 1500 --slot 1,6 --out test-artifacts/slot
     replay_corpus.py collect --seed 641 --paths 8 --mtu 1500 --ack-ratio 50 --out test-artifacts/asym
+    replay_corpus.py collect --seed 645 --paths 8 --mtu 1500 --ack-ratio 10 --ack-cross 0.6,2000,3000
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
@@ -72,6 +73,7 @@ def draw_row(
     slot_ms: tuple[float, float] | None = None,
     loss_from: tuple[float, ...] = (),
     ack_ratio: float = 0,
+    ack_cross: tuple[float, float, float] | None = None,
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -96,7 +98,9 @@ def draw_row(
     given, makes the path asymmetric, as a cable modem's or DSL line's upstream carries the
     site's ACKs: the ACK direction at the rate / N, with a drop-tail buffer of ACK_BUFFER_MS at
     that rate (at least 3 packets of the MTU); no draw is added, so a seed draws the same
-    paths with it."""
+    paths with it. ack_cross (share, on ms, off ms), when given, adds open-loop cross traffic
+    in the ACK direction, that share of its rate while on: the site's own uploads sharing its
+    upstream with the ACKs (no draw added either)."""
     rates = [5, 20, 50, 100, 150, 250, 400] if mtu >= 9000 else [5, 20, 50, 100, 150]
     rate = rng.choice(rates)
     rtt = rng.choice([8, 15, 30, 60, 90, 130, 180])
@@ -141,6 +145,13 @@ def draw_row(
         ack_queue = max(3 * mtu, int(ack_mbps * 1e6 / 8 * ACK_BUFFER_MS / 1e3))
         name = f"{path.name}-ack{ack_mbps:g}"
         path = dataclasses.replace(path, ack_rate_mbps=ack_mbps, ack_queue_bytes=ack_queue, name=name)
+    if ack_cross:
+        share, on_ms, off_ms = ack_cross
+        ack_mbps = (path.ack_rate_mbps or rate) * share
+        name = f"{path.name}-ackx{share:g}"
+        path = dataclasses.replace(
+            path, ack_cross_mbps=ack_mbps, ack_cross_on_ms=on_ms, ack_cross_off_ms=off_ms, name=name
+        )
     return bq.Row(path, cc, streams)
 
 
@@ -178,7 +189,18 @@ def collect(a) -> int:
     t0 = time.monotonic()
     for i in range(a.paths):
         row = draw_row(
-            rng, a.mtu, a.bottleneck, a.aqm, a.policer, a.jitter_order, a.cc, a.streams, a.slot, a.loss, a.ack_ratio
+            rng,
+            a.mtu,
+            a.bottleneck,
+            a.aqm,
+            a.policer,
+            a.jitter_order,
+            a.cc,
+            a.streams,
+            a.slot,
+            a.loss,
+            a.ack_ratio,
+            a.ack_cross,
         )
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
@@ -400,6 +422,20 @@ def _ack_ratio(text: str) -> float:
     return n
 
 
+def _ack_cross(text: str) -> tuple[float, float, float]:
+    """--ack-cross: SHARE,ON_MS,OFF_MS, 0 < SHARE < 1, ON from 1 ms to 1 h, OFF up to 1 h."""
+    try:
+        share, on_ms, off_ms = (float(x) for x in text.split(","))
+    except ValueError:
+        share = on_ms = off_ms = -1.0
+    if not (0 < share < 1 and 1 <= on_ms <= 3.6e6 and 0 <= off_ms <= 3.6e6):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give the ACK direction's cross traffic as SHARE,ON_MS,OFF_MS "
+            "(0 < SHARE < 1 of its rate, ON 1-3600000, OFF 0-3600000), e.g. 0.6,2000,3000"
+        )
+    return share, on_ms, off_ms
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -462,6 +498,11 @@ def main(argv=None) -> int:
         type=_ack_ratio,
         default=0,
         help=f"asymmetric paths: the ACK direction at the rate / N with a {ACK_BUFFER_MS:g} ms buffer, e.g. 50",
+    )
+    c.add_argument(
+        "--ack-cross",
+        type=_ack_cross,
+        help="cross traffic in the ACK direction as SHARE,ON_MS,OFF_MS of its rate, e.g. 0.6,2000,3000",
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)

@@ -224,6 +224,26 @@ def test_draw_row_with_ack_ratio_draws_the_recorded_asymmetric_paths():
     assert (plain.id, plain.path.ack_rate_mbps) == ("r100-8ms-q2.5-ju1-m1500-bbr-P1", 0.0)
 
 
+def test_draw_row_with_ack_cross_draws_the_recorded_upload_paths():
+    rng = random.Random(645)
+    rows = [replay_corpus.draw_row(rng, 1500, ack_ratio=10, ack_cross=(0.9, 2000, 3000)) for _ in range(2)]
+    # the held-out draw of report-corpus.md, "Asymmetric paths held out": the site's upload
+    # takes 90 % of a tenth of the rate, 2 s on / 3 s off
+    assert [r.id for r in rows] == [
+        "r20-90ms-q0.6-l5e-05-m1500-ack2-ackx0.9-reno-P4",
+        "r20-180ms-q1-m1500-ack2-ackx0.9-bbr-P2",
+    ]
+    p = rows[0].path
+    assert (p.ack_rate_mbps, p.ack_cross_mbps, p.ack_cross_on_ms, p.ack_cross_off_ms) == (2.0, 1.8, 2000, 3000)
+
+
+@pytest.mark.parametrize("text", ["", "0.5", "1,2000,3000", "0.5,0,10", "0.5,a,1"])
+def test_collect_ack_cross_option_rejects_bad_settings(text, capsys):
+    with pytest.raises(SystemExit):
+        replay_corpus.main(["collect", "--ack-cross", text])
+    assert "give the ACK direction's cross traffic as SHARE,ON_MS,OFF_MS" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text", ["", "x", "0.5", "1001"])
 def test_collect_ack_ratio_option_rejects_bad_ratios(text, capsys):
     with pytest.raises(SystemExit):
