@@ -9,7 +9,7 @@
     replay_corpus.py collect --seed 201 --paths 6 --mtu 1500 --aqm codel --cc bbr --streams 2,4,8 --out test-artifacts/codel-bbr
     replay_corpus.py collect --seed 401 --paths 16 --mtu 1500 --slot 1,6 --out test-artifacts/slot
     replay_corpus.py collect --seed 641 --paths 8 --mtu 1500 --ack-ratio 50 --out test-artifacts/asym
-    replay_corpus.py collect --seed 645 --paths 8 --mtu 1500 --ack-ratio 10 --ack-cross 0.6,2000,3000
+    replay_corpus.py collect --seed 645 --paths 8 --mtu 1500 --ack-ratio 10 --ack-cross 0.9,2000,3000
     replay_corpus.py summarise test-artifacts/corpus test-artifacts/bench-quick
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S

@@ -873,6 +873,8 @@ def cmd_paths(a) -> int:
             + (f" cross {p.cross_mbps:g} Mbit/s {p.cross_on_ms:g}/{p.cross_off_ms:g} ms" if p.cross_mbps else "")
             + (f" aqm {p.aqm}" if p.aqm != "none" else "")
             + (f" slot {p.slot_min_ms:g}-{p.slot_max_ms:g} ms" if p.slot_max_ms else "")
+            + (f" acks {p.ack_rate_mbps:g} Mbit/s" if p.ack_rate_mbps else "")
+            + (f" ack-cross {p.ack_cross_mbps:g} Mbit/s" if p.ack_cross_mbps else "")
         )
         print(
             f"{name:8s} {p.rate_mbps:7g} Mbit/s {p.rtt_ms:5g} ms queue {p.queue_bytes:>8d} B "
