@@ -116,6 +116,32 @@ def parse_time_ms(text: str | float | int) -> float:
 # ---------------------------------------------------------------- paths
 
 
+def _cross_problems(
+    field: str, rate_name: str, rate_mbps: float, mbps: float, on_ms: float, off_ms: float
+) -> list[str]:
+    """What is wrong with one direction's cross-traffic settings (field "cross" for the data
+    direction's, "ack_cross" for the ACK direction's): below that direction's rate, on
+    1 ms-1 h, off 0-1 h."""
+    problems = []
+    if not (0 <= mbps < rate_mbps):
+        problems.append(f"{field}_mbps {mbps} (allowed: 0 <= cross < {rate_name}, {rate_mbps:g})")
+    if not (1 <= on_ms <= 3.6e6) or not (0 <= off_ms <= 3.6e6):
+        problems.append(f"{field.replace('_', ' ')} on/off {on_ms:g}/{off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)")
+    return problems
+
+
+def _cross_args(direction: str, mbps: float, on_ms: float, off_ms: float) -> list[str]:
+    """The delay line's options for open-loop cross traffic in one direction (fwd or rev)."""
+    return [
+        f"--{direction}-cross-rate",
+        str(int(mbps * 1e6)),
+        f"--{direction}-cross-on-ms",
+        repr(float(on_ms)),
+        f"--{direction}-cross-off-ms",
+        repr(float(off_ms)),
+    ]
+
+
 @dataclass
 class PathSpec:
     """One emulated path: both directions get the same rate, half the RTT, queue and loss."""
@@ -194,12 +220,9 @@ class PathSpec:
             problems.append(f"jitter_dist {self.jitter_dist!r} (allowed: uniform, normal)")
         if self.jitter_order not in JITTER_ORDERS:
             problems.append(f"jitter_order {self.jitter_order!r} (allowed: {', '.join(JITTER_ORDERS)})")
-        if not (0 <= self.cross_mbps < self.rate_mbps):
-            problems.append(f"cross_mbps {self.cross_mbps} (allowed: 0 <= cross < the rate, {self.rate_mbps:g})")
-        if not (1 <= self.cross_on_ms <= 3.6e6) or not (0 <= self.cross_off_ms <= 3.6e6):
-            problems.append(
-                f"cross on/off {self.cross_on_ms:g}/{self.cross_off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)"
-            )
+        problems += _cross_problems(
+            "cross", "the rate", self.rate_mbps, self.cross_mbps, self.cross_on_ms, self.cross_off_ms
+        )
         if self.bottleneck not in BOTTLENECKS:
             problems.append(f"bottleneck {self.bottleneck!r} (allowed: {', '.join(BOTTLENECKS)})")
         elif self.bottleneck != "delayline" and self.cross_mbps:
@@ -217,15 +240,14 @@ class PathSpec:
             problems.append(f"ack_rate_mbps {self.ack_rate_mbps} (allowed: 0 = the rate, or up to 10000)")
         if self.ack_queue_bytes and not (1500 <= self.ack_queue_bytes <= 1 << 30):
             problems.append(f"ack_queue_bytes {self.ack_queue_bytes} (allowed: 0 = the queue, or 1500 B - 1 GiB)")
-        ack_rate = self.ack_rate_mbps or self.rate_mbps
-        if not (0 <= self.ack_cross_mbps < ack_rate):
-            problems.append(
-                f"ack_cross_mbps {self.ack_cross_mbps} (allowed: 0 <= cross < the ACK direction's rate, {ack_rate:g})"
-            )
-        if not (1 <= self.ack_cross_on_ms <= 3.6e6) or not (0 <= self.ack_cross_off_ms <= 3.6e6):
-            problems.append(
-                f"ack cross on/off {self.ack_cross_on_ms:g}/{self.ack_cross_off_ms:g} ms (allowed: on 1 ms-1 h, off 0-1 h)"
-            )
+        problems += _cross_problems(
+            "ack_cross",
+            "the ACK direction's rate",
+            self.ack_rate_mbps or self.rate_mbps,
+            self.ack_cross_mbps,
+            self.ack_cross_on_ms,
+            self.ack_cross_off_ms,
+        )
         if self.server not in ("iperf3", "iperf2"):
             problems.append(f"server {self.server!r} (allowed: iperf3, iperf2)")
         elif self.server_window is not None:
@@ -510,27 +532,13 @@ class Lab:
         if p.ack_queue_bytes:
             argv += ["--rev-queue", str(p.ack_queue_bytes)]
         if p.ack_cross_mbps:
-            argv += [
-                "--rev-cross-rate",
-                str(int(p.ack_cross_mbps * 1e6)),
-                "--rev-cross-on-ms",
-                repr(float(p.ack_cross_on_ms)),
-                "--rev-cross-off-ms",
-                repr(float(p.ack_cross_off_ms)),
-            ]
+            argv += _cross_args("rev", p.ack_cross_mbps, p.ack_cross_on_ms, p.ack_cross_off_ms)
         if p.jitter_ms:
             argv += ["--jitter-us", str(round(p.jitter_ms * 1000)), "--jitter-dist", p.jitter_dist]
             argv += ["--jitter-order", p.jitter_order]
         if p.cross_mbps:
-            # Only the data direction (near -> far): the ACK path stays clean.
-            argv += [
-                "--fwd-cross-rate",
-                str(int(p.cross_mbps * 1e6)),
-                "--fwd-cross-on-ms",
-                repr(float(p.cross_on_ms)),
-                "--fwd-cross-off-ms",
-                repr(float(p.cross_off_ms)),
-            ]
+            # The data direction (near -> far); the ACK direction has its own (ack_cross_*).
+            argv += _cross_args("fwd", p.cross_mbps, p.cross_on_ms, p.cross_off_ms)
         self._delay = self._spawn(argv, None, stdout=subprocess.PIPE, text=True, bufsize=1)
         threading.Thread(target=self._read_delayline, daemon=True).start()
         first = self._next_line(5.0)
