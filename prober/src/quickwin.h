@@ -182,8 +182,13 @@ typedef struct {
                                the steady rate fills */
     double rest_s;          /* from the counted part's start to the run's end: the steady
                                rate's time, PROBE_RTT visits included */
-    double tail_frac;       /* a loss among the run's last bytes, a fraction of rate_bps:
-                               below the figure only (part of ci_frac, as end_frac is) */
+    double tail_frac;       /* a loss among the run's last bytes, and the part of BBR's
+                               visits counted as filled, a fraction of rate_bps: below the
+                               figure only (part of ci_frac, as end_frac is) */
+    double probe_rtt_filled_s; /* visit seconds probe_rtt_s leaves out, as filled by the 4
+                               packets a stream: a pipe of a few packets may lose them too */
+    double sampling_frac;   /* the rest of the run's sampling part of ci_frac, a fraction of
+                               rate_bps (0 when ci_frac < 0) */
 } qw_prediction;
 
 /* The evidence that set the wider side of the answer's interval (qwbound.c). */

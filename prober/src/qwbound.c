@@ -600,9 +600,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     if (pr->ci_frac >= 0) {
         /* the sampling part of the prediction interval, back to the steady rate (the end's
          * part is on the figure: added below, after the cap) */
-        double sampling = sqrt(fmax(0, pr->ci_frac * pr->ci_frac - pr->end_frac * pr->end_frac -
-                                        pr->tail_frac * pr->tail_frac));
-        double half = sampling * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
+        double half = pr->sampling_frac * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
 
         widen(&b, b.steady - half, b.steady + half, QW_BOUND_STATISTICS);
     } else {

@@ -810,13 +810,14 @@ static void test_bbr_probe_rtt_cost(void)
 
 /* The prediction's interval holds what the window cannot see. A steady series has no
  * scatter, so it is exactly one RTT of the steady rate at the end (100 Mbit/s x 20 ms over
- * a 20.02 s run) and, with 8 streams, two RTTs (they finish unevenly) and half the
- * PROBE_RTT cost in quadrature. */
+ * a 20.02 s run) and the visit's part the 4 packets are counted as filling (below only);
+ * with 8 streams, two RTTs (they finish unevenly), half the PROBE_RTT cost and the filled
+ * part, in quadrature. */
 static void test_prediction_interval_parts(void)
 {
     qw_params p = defaults(1);
     qw_prediction pr;
-    double r, end, visits;
+    double r, end, visits, filled, sf;
 
     z.n = 0;
     for (int i = 0; i < 200; i++)
@@ -827,16 +828,24 @@ static void test_prediction_interval_parts(void)
     CHECK_NEAR(qw_result(&w)->ci_frac, 0, 1e-9);
     r = qw_result(&w)->rate_bps;
     pr = qw_predict(&w, 20);
-    CHECK_NEAR(pr.ci_frac, r * 0.02 / (pr.rate_bps * 20.02), 1e-7);
+    sf = 1 - 4.0 * MSS / (r / 8 * 0.02);
+    CHECK_NEAR(pr.probe_rtt_filled_s, 0.22 * (1 - sf), 1e-9);
+    end = r * 0.02 / (pr.rate_bps * 20.02);
+    filled = r * 0.22 * (1 - sf) / (pr.rate_bps * 20.02);
+    CHECK_NEAR(pr.tail_frac, filled, 1e-9);
+    CHECK_NEAR(pr.end_frac, end, 1e-9);
+    CHECK_NEAR(pr.ci_frac, sqrt(end * end + filled * filled), 1e-7);
     CHECK_NEAR(pr.ci_frac, 0.001, 1e-4);
     p.streams = 8;
     qw_open(&w, &p, 0.0, 400 * MSS, 0);
     feed_from(0);
     pr = qw_predict(&w, 20);
     CHECK(pr.probe_rtt_s > 0.17);
+    CHECK_NEAR(pr.probe_rtt_s + pr.probe_rtt_filled_s, 0.22, 1e-9);
     end = 2 * r * 0.02 / (pr.rate_bps * 20.02);
     visits = 0.5 * r * pr.probe_rtt_s / (pr.rate_bps * 20.02);
-    CHECK_NEAR(pr.ci_frac, sqrt(end * end + visits * visits), 1e-7);
+    filled = r * pr.probe_rtt_filled_s / (pr.rate_bps * 20.02);
+    CHECK_NEAR(pr.ci_frac, sqrt(end * end + visits * visits + filled * filled), 1e-7);
 }
 
 /* A PROBE_RTT visit holds 4 packets for whole rounds: BBR looks for its end only on an ACK,
