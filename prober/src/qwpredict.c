@@ -118,7 +118,6 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
         p.probe_rtt_s = whole * probe_rtt_shortfall(w, mrtt);
         p.probe_rtt_filled_s = whole - p.probe_rtt_s;
     }
-    p.probe_rtt_s = fmin(p.probe_rtt_s, rest);
     steady = w->est.rate_bps * (rest - p.probe_rtt_s);
     p.rate_bps = ((double)w->est.start_bytes * 8.0 + steady) / full_s;
     p.steady_share = (rest - p.probe_rtt_s) / full_s;
