@@ -216,7 +216,7 @@ static int form_batches(const qw_window *w, qw_basis *basis, double *bytes, doub
     int nu, min_b, per;
 
     if (w->p.bbr) {
-        double cyc = QW_BBR_GAIN_CYCLE * (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+        double cyc = QW_BBR_GAIN_CYCLE * qw_min_rtt_s(w);
 
         *basis = QW_BASIS_BBR_CYCLES;
         nu = units_of_time(w, cyc, ub, ue);

@@ -111,7 +111,7 @@ qw_prediction qw_predict(const qw_window *w, double full_s)
     /* BBR re-probes its min RTT when the estimate is 10 s old (4 packets a stream for
      * probe_rtt_visit_s), and the 10 s start again after it; the window left it out. */
     if (w->p.bbr) {
-        double mrtt = (w->min_rtt_us ? w->min_rtt_us : w->slice_rtt_us) / 1e6;
+        double mrtt = qw_min_rtt_s(w);
         double prt = probe_rtt_visit_s(mrtt);
         double whole = fmin(floor(full_s / (BBR_MIN_RTT_WIN_S + prt)) * prt, rest);
 
