@@ -83,10 +83,11 @@ double qw_min_rtt_s(const qw_window *w)
  * 8.8 ms on a 15 ms path with +-3 ms of jitter, where the smoothed RTT never read below
  * 18.1 ms (median 21.6). From 4 s to 20 s there, CUBIC's cwnd under 0.03 % loss averaged
  * 94.7 kB and carried 33.9 Mbit/s: 35 over the median, 42 over the floor, 86 over the min
- * RTT. The upper ends keep the min RTT, the round no round beats: the queue that proves a
- * capacity is read over this floor, and jitter of half the RTT reads as a queue at any cwnd
- * (150 Mbit/s x 8 ms, normal 3 ms jitter: a "queue" at 7 kB, and upper ends over the floor
- * of 7.5-15 Mbit/s where cwnd, once the kernel learned the reordering, carried 23-35). */
+ * RTT. The upper ends keep the min RTT, the shortest a round can take. Over this floor
+ * they would be wrong: the queue that proves a capacity is read over the floor too, and
+ * jitter of half the RTT reads as a queue at any cwnd. On 150 Mbit/s x 8 ms with normal
+ * 3 ms jitter a "queue" at 7 kB capped them at 7.5-15 Mbit/s, where cwnd carried 23-35
+ * once the kernel had learned the path's reordering. */
 double qw_no_queue_rtt_s(const qw_window *w)
 {
     uint32_t base = qw_no_queue_rtt_us(w->srtt_floor_us, w->min_rtt_us);
