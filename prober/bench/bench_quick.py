@@ -766,6 +766,7 @@ BOUND_BY = (
     "stalled",
     "receiver_window",
     "reordering",
+    "reorder_overflow",
     "capacity",
     "short",
 )

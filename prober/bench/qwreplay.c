@@ -135,6 +135,8 @@ static void aggregate(replay *r, const json_t *ev)
             q->rtt_lo_us = rtt;
         if ((uint32_t)num(st, "mss_bytes") > q->mss_bytes)
             q->mss_bytes = (uint32_t)num(st, "mss_bytes");
+        if ((uint32_t)num(st, "reordering_segments") > q->reordering_segments)
+            q->reordering_segments = (uint32_t)num(st, "reordering_segments");
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         if (i < QP_MAX_STREAMS) {

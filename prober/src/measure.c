@@ -205,6 +205,8 @@ static void window_sample(const qp_run *r, double t, qw_sample *q)
             q->rtt_lo_us = ti->rtt_us;
         if (ti->mss_bytes > q->mss_bytes)
             q->mss_bytes = ti->mss_bytes;
+        if (ti->reordering_segments > q->reordering_segments)
+            q->reordering_segments = ti->reordering_segments;
         if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
             q->min_rtt_us = mrtt;
         q->bw_bps += ti->has_bbr ? ti->bbr_bw_bps : 0;

@@ -115,6 +115,9 @@ static const struct {
                                        "each, or some stream was in a retransmission timeout "
                                        "at most samples: one may be at the run's end, which "
                                        "then waits for it" },
+    [QW_HOLD_REORDER_OVERFLOW] = { "reorder_overflow", "the path reorders packets and no cut "
+                                                       "was seen yet: the buffer's first "
+                                                       "overflow may cut cwnd again and again" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -577,6 +580,8 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_GROWING;
     if (qw_timeouts_share(w) > w->p.tolerance)
         return QW_HOLD_TIMEOUTS;
+    if (qw_reorder_overflow(w))
+        return QW_HOLD_REORDER_OVERFLOW;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 
@@ -604,6 +609,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->rwnd_max_bytes = s->rwnd_bytes > w->rwnd_max_bytes ? s->rwnd_bytes : w->rwnd_max_bytes;
     }
     w->rwnd_top_bytes = s->rwnd_top_bytes;
+    w->reordering_segments = s->reordering_segments;
     qw_track_backlog(w, s);
     qw_track_cruise(w, s);
     if (!w->started) {

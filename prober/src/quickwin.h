@@ -91,6 +91,10 @@ typedef struct {
     uint64_t rwnd_top_bytes;    /* the largest windows the receivers can advertise, summed
                                    (65535 << tcpi_snd_wscale each; 0: not known) */
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
+    uint32_t reordering_segments; /* largest tcpi_reordering over the streams: how far out
+                                   of order the kernel has learned the path delivers, in
+                                   packets (QW_KERNEL_REORDERING until it sees more; 0 not
+                                   known) */
     uint64_t backlog_bytes;     /* what the streams must drain at the end, in bytes at their
                                    summed rate (qw_drain_bytes: the bytes written and not
                                    yet acked, socket buffer and flight, of the stream that
@@ -132,9 +136,12 @@ typedef enum {
                                below its bandwidth estimate from before than the tolerance */
     QW_HOLD_RWND,           /* the receiver's window held the rate, and may open further
                                above it than the tolerance (qwbound.c, qw_rwnd_ceiling) */
-    QW_HOLD_TIMEOUTS        /* the streams share a pipe of fewer than two packets each: some
+    QW_HOLD_TIMEOUTS,       /* the streams share a pipe of fewer than two packets each: some
                                is always in a retransmission timeout, and the run's end may
                                wait for it (qwdue.c, qw_timeouts_share) */
+    QW_HOLD_REORDER_OVERFLOW    /* the kernel has learned that the path reorders and the
+                                   window saw no cut it kept: the buffer's first overflow may
+                                   cost cut after cut (qwfloor.c, qw_reorder_overflow) */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -205,8 +212,10 @@ typedef enum {
     QW_BOUND_STALLED,           /* nothing delivered in the window: from none to slow-start's */
     QW_BOUND_RWND,              /* the receiver's window held the rate: up to its largest */
     QW_BOUND_REORDERING,        /* the kernel undid a cut (reordering): cwnd's growth law */
-    QW_BOUND_TIMEOUTS           /* the streams starve each other into retransmission
+    QW_BOUND_TIMEOUTS,          /* the streams starve each other into retransmission
                                    timeouts: the run's end may wait out the drain's limit */
+    QW_BOUND_REORDER_OVERFLOW   /* the path reorders and no cut was seen: the first overflow
+                                   may cut cwnd again each round (qw_reorder_overflow) */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */
@@ -306,6 +315,7 @@ typedef struct {
     uint64_t rwnd_min_bytes;    /* the smallest rwnd_bytes since measuring started */
     uint64_t rwnd_max_bytes;    /* ... and the largest */
     uint64_t rwnd_top_bytes;    /* the latest sample's rwnd_top_bytes */
+    uint32_t reordering_segments;   /* the latest sample's reordering_segments */
     double max_queue;           /* largest standing queue seen, in BDPs */
     uint32_t samples;           /* samples since measuring began */
     uint32_t timeout_samples;   /* ... with some stream in a retransmission timeout */

@@ -152,7 +152,7 @@ static double time_share(const qw_window *w, uint64_t us0, uint64_t us)
 /* 1 if the stream was mostly receiver- or send-buffer-limited since measuring began: its
  * cwnd does not grow (the kernel grows cwnd only while it limits the sender), so no growth
  * law lifts the rate; a loss still cuts cwnd (qw_loss_floor, rest_expected). */
-static int mostly_limited(const qw_window *w)
+int qw_mostly_limited(const qw_window *w)
 {
     return time_share(w, w->limited_us0, w->limited_us) >= 0.5;
 }
@@ -218,7 +218,7 @@ static int cut_below_cycle(const qw_window *w)
  * queue the rate grows with it. */
 int qw_growing(const qw_window *w)
 {
-    if (w->p.bbr || w->p.beta <= 0 || w->n == 0 || mostly_limited(w) ||
+    if (w->p.bbr || w->p.beta <= 0 || w->n == 0 || qw_mostly_limited(w) ||
         (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3))
         return 0;
     return (w->events == w->random_events || cut_below_cycle(w)) &&
@@ -363,7 +363,7 @@ static double rwnd_growth_ceiling(const qw_window *w, const qw_prediction *pr)
  * up to a capacity a queue or a cut at a buffer's top proved. BBR ignores such verdicts. */
 static double reorder_ceiling(const qw_window *w, const qw_prediction *pr)
 {
-    if (w->p.bbr || w->p.beta <= 0 || w->undone_events == 0 || w->n == 0 || mostly_limited(w))
+    if (w->p.bbr || w->p.beta <= 0 || w->undone_events == 0 || w->n == 0 || qw_mostly_limited(w))
         return 0;
     return grown_rate(w, pr, INFINITY);
 }
@@ -588,7 +588,7 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
     double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
-    double stall = 0, rounds, rwnd, reorder;
+    double stall = 0, rounds, rwnd, reorder, overflow;
     /* the run's end waiting for streams starved into timeouts: on the figure, below only */
     double starved = qw_timeouts_share(w) * pr->rate_bps;
     /* BBR's estimate as an upper end, read once: it scans every slice */
@@ -626,6 +626,9 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     floor_rate = run_loss_floor(w, cap, pr, &by);
     if (floor_rate < b.steady)
         widen(&b, floor_rate, b.steady, by);
+    overflow = qw_reorder_overflow_floor(w, pr);
+    if (overflow > 0 && overflow < b.steady)
+        widen(&b, overflow, b.steady, QW_BOUND_REORDER_OVERFLOW);
     /* the upper side: never above the capacity seen (unless cwnd still grows towards a
      * capacity not reached yet) */
     ceiling = growth_ceiling(w, pr);
@@ -764,6 +767,12 @@ static const struct {
                                         "end, its last bytes may wait for it as long as the "
                                         "prober waits for them (--connect-timeout), and the "
                                         "lower end is that wait" },
+    [QW_BOUND_REORDER_OVERFLOW] = { "reorder_overflow",
+                                    "the path reorders packets and the window saw no cut: when "
+                                    "the buffer first overflows, the kernel may cut cwnd round "
+                                    "after round, and no law says how often, so the lower end "
+                                    "is cwnd cut to its floor as the window closed and grown "
+                                    "back by the cc's law" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

@@ -124,6 +124,8 @@ double qw_min_rtt_s(const qw_window *w);
 /* The round trip with no queue in seconds (qw_no_queue_rtt_us; the latest slice's smoothed
  * RTT before it is known): what the lower ends and the answer divide cwnd by. */
 double qw_no_queue_rtt_s(const qw_window *w);
+/* 1 if the streams were mostly receiver- or send-buffer-limited since measuring began. */
+int qw_mostly_limited(const qw_window *w);
 
 /* qwfloor.c */
 /* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the cuts' peaks, else 1 + the deepest
@@ -136,6 +138,13 @@ uint32_t qw_random_loss_events(const qw_window *w);
 uint32_t qw_floor_loss_events(const qw_window *w);
 /* The loss-event rate per packet the floor's events leave open at 95 % (1 before a packet). */
 double qw_random_loss_rate(const qw_window *w);
+/* 1 if the kernel has learned that the path reorders and the window saw no cut it kept: the
+ * buffer's first overflow may cut cwnd round after round. */
+int qw_reorder_overflow(const qw_window *w);
+/* The lowest steady rate (bytes/s) over the run pr predicts if that overflow comes as the
+ * window closes: cwnd to the kernel's floor and back by the cc's law; 0 when it does not
+ * apply. */
+double qw_reorder_overflow_floor(const qw_window *w, const qw_prediction *pr);
 
 /* qwbbr.c */
 /* 1 if a window of this many rounds (qw_bbr_rounds_counted) is shorter than a gain cycle. */

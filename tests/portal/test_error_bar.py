@@ -194,7 +194,7 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
     source = (qp.ROOT / "prober" / "src" / "quickwin.c").read_text()
     prober_names = re.findall(r"\[QW_HOLD_\w+\] = \{ \"(\w+)\"", source)
     documented = qp.quick_holds()
-    assert len(documented) == 19 and {
+    assert len(documented) == 20 and {
         "loss_free",
         "bw_rising",
         "random_loss",
@@ -202,6 +202,7 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
         "lt_bw",
         "receiver_window",
         "timeouts",
+        "reorder_overflow",
     } <= set(documented)
     assert sorted(documented) == sorted(QUICK_HOLDS)
     # the prober also names not_started, which never reaches the result: the window did not
@@ -216,5 +217,5 @@ def test_quick_bound_names_agree_between_prober_and_docs():
 
     source = (qp.ROOT / "prober" / "src" / "qwbound.c").read_text()
     prober_names = re.findall(r"\[QW_BOUND_\w+\] = \{ \"(\w+)\"", source)
-    assert len(prober_names) == 13 and {"reordering", "timeouts"} <= set(prober_names)
+    assert len(prober_names) == 14 and {"reordering", "timeouts", "reorder_overflow"} <= set(prober_names)
     assert sorted(qp.quick_bounds()) == sorted(prober_names)

@@ -1,0 +1,139 @@
+/* test_qwreorder.c: the lower side for the first overflow on a path whose reordering the
+ * kernel has learned (qw_reorder_overflow in src/qwfloor.c). */
+#include "check.h"
+#include "quickwin.h"
+#include "qwint.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MSS 1448
+#define RTT_US 90000
+#define RATE_BPS 100e6
+
+static qw_sample s[400];
+static qw_window w;
+
+/* Samples every 20 ms for 6 s of a flow alone at RATE_BPS over a 90 ms path with a standing
+ * queue of 50 ms (the link full, so no growth term), no loss, cwnd growing a packet a round
+ * from 800 packets; the kernel's reordering degree reord. */
+static void fill(uint32_t reord)
+{
+    for (int k = 0; k < 300; k++) {
+        double t = 0.02 * (k + 1);
+
+        s[k] = (qw_sample){ .t_s = t, .rtt_us = RTT_US + 50000, .min_rtt_us = RTT_US,
+                            .cwnd_bytes = (uint64_t)(800 + t / 0.09) * MSS, .mss_bytes = MSS,
+                            .reordering_segments = reord };
+        s[k].delivered_bytes = (uint64_t)(RATE_BPS / 8 * t);
+    }
+}
+
+/* Open a window (one stream, beta 0.7 CUBIC or 0.5 Reno, 4 s deadline) and feed every
+ * sample until it closes; the prediction for a 20 s run. */
+static qw_prediction feed(double beta)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .beta = beta, .streams = 1, .full_s = 20 };
+
+    qw_open(&w, &p, 0.0, 800 * MSS, 0);
+    for (int i = 0; i < 300 && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+    return qw_predict(&w, 20);
+}
+
+/* The floor written out: the counted part at the rate measured, then cwnd from 2 packets
+ * grown by the law pkts(tau) at the 90 ms round trip, up to that rate (integrated finely). */
+static double floor_by_hand(const qw_prediction *pr, int cubic)
+{
+    double rate = w.est.rate_bps / 8, done = w.s[w.n - 1].t1 - w.start_t;
+    double to_go = pr->rest_s - done, sum = 0, dt = to_go / 100000, rtt = RTT_US / 1e6;
+
+    for (int k = 0; k < 100000; k++) {
+        double tau = (k + 0.5) * dt, pkts = 2 + (cubic ? 0.3 / 1.7 * 3 : 1) * tau / rtt;
+
+        if (cubic)
+            pkts = fmax(pkts, 2 + 0.4 * tau * tau * tau);
+        sum += fmin(rate, pkts * MSS / rtt) * dt;
+    }
+    return (rate * done + sum) / pr->rest_s;
+}
+
+/* CUBIC with no cut on a path where the kernel learned reordering of 120 packets: the
+ * window cannot close early, and the lower side is cwnd to the floor and back by CUBIC's
+ * law for the rest of the run. */
+static void test_cubic_first_overflow_may_cascade(void)
+{
+    qw_prediction pr;
+    qw_bounds b;
+    double want;
+
+    fill(120);
+    pr = feed(0.7);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_reorder_overflow(&w));
+    want = floor_by_hand(&pr, 1);
+    CHECK_NEAR(qw_reorder_overflow_floor(&w, &pr), want, want * 2e-3);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_REORDER_OVERFLOW);
+    CHECK_NEAR(b.lo, want, want * 2e-3);
+    /* well below the rate: 2 packets back to 1,080 takes CUBIC about 14 s */
+    CHECK(b.lo < 0.6 * b.steady);
+    CHECK_STR(qw_bound_name(b.by), "reorder_overflow");
+}
+
+/* Reno grows back a packet a round: a lower floor than CUBIC's on the same samples. */
+static void test_reno_grows_back_a_packet_a_round(void)
+{
+    qw_prediction pr;
+    double want, cubic;
+
+    fill(120);
+    pr = feed(0.7);
+    cubic = qw_reorder_overflow_floor(&w, &pr);
+    pr = feed(0.5);
+    want = floor_by_hand(&pr, 0);
+    CHECK_NEAR(qw_reorder_overflow_floor(&w, &pr), want, want * 2e-3);
+    CHECK(want < cubic);
+}
+
+/* The kernel's default degree (3) is no reordering learned, BBR ignores losses' causes, and
+ * a window that kept a cut saw the kernel's loss response on this path: no such floor. */
+static void test_no_floor_without_learned_reordering_or_after_a_kept_cut(void)
+{
+    qw_prediction pr;
+
+    fill(3);
+    pr = feed(0.7);
+    CHECK(!qw_reorder_overflow(&w));
+    CHECK(qw_reorder_overflow_floor(&w, &pr) == 0);
+    CHECK(qw_hold_of(&w) != QW_HOLD_REORDER_OVERFLOW);
+    CHECK(qw_bound(&w, &pr).by != QW_BOUND_REORDER_OVERFLOW);
+    fill(120);
+    pr = feed(0.7);
+    w.events = 1;
+    CHECK(!qw_reorder_overflow(&w));
+    w.undone_events = 1;
+    CHECK(qw_reorder_overflow(&w));
+    w.p.bbr = 1;
+    CHECK(!qw_reorder_overflow(&w));
+    CHECK(qw_reorder_overflow_floor(&w, &pr) == 0);
+}
+
+/* The hold's name and words, for quick_held_by. */
+static void test_hold_is_named(void)
+{
+    CHECK_STR(qw_hold_name(QW_HOLD_REORDER_OVERFLOW), "reorder_overflow");
+    CHECK(qw_hold_text(QW_HOLD_REORDER_OVERFLOW) != NULL);
+    CHECK(strlen(qw_bound_name(QW_BOUND_REORDER_OVERFLOW)) <= 16);
+}
+
+int main(void)
+{
+    test_cubic_first_overflow_may_cascade();
+    test_reno_grows_back_a_packet_a_round();
+    test_no_floor_without_learned_reordering_or_after_a_kept_cut();
+    test_hold_is_named();
+    return check_done();
+}
