@@ -93,8 +93,8 @@ typedef struct {
     uint32_t mss_bytes;         /* largest MSS: delivered bytes in packets */
     uint32_t reordering_segments; /* largest tcpi_reordering over the streams: how far out
                                    of order the kernel has learned the path delivers, in
-                                   packets (QW_KERNEL_REORDERING until it sees more; 0 not
-                                   known) */
+                                   packets (3, the kernel's default, until it sees more; 0
+                                   not known) */
     uint64_t backlog_bytes;     /* what the streams must drain at the end, in bytes at their
                                    summed rate (qw_drain_bytes: the bytes written and not
                                    yet acked, socket buffer and flight, of the stream that
