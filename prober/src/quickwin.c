@@ -59,6 +59,7 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->cruise_t = -1;
     w->exit_cwnd_bytes = exit_cwnd_bytes;
     w->start_after_loss = w->open_after_loss = after_loss;
+    w->recovery_end_t = after_loss ? t_s : -1;
     w->est.ci_frac = -1;
     w->check_alpha = w->due_alpha = QW_ALPHA;
     w->hold = QW_HOLD_NOT_STARTED;
@@ -613,6 +614,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     qw_track_backlog(w, s);
     qw_track_cruise(w, s);
     if (!w->started) {
+        qw_track_recovery(w, s);
         if (try_start(w, s))
             w->hold = QW_HOLD_FEW_BATCHES;
         else if (s->t_s - w->open_t >= w->p.max_s * QW_SLACK)
@@ -621,6 +623,7 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     }
     qw_track_share(w, s);
     qw_count_events(w, s);
+    qw_track_recovery(w, s);
     w->samples++;
     w->timeout_samples += s->in_timeout != 0;
     if (s->bbr_mode == QW_BBR_PROBE_RTT)

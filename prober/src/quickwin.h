@@ -231,6 +231,7 @@ typedef struct {
     int pending;                /* an event counted, its outcome not yet known */
     uint32_t kept, undone;      /* its streams' outcomes so far (qw_sample.cuts_kept, ...) */
     uint32_t events, random_events, random_stream_events, stream_events;
+    uint32_t follow_events, follow_stream_events;
     double event_t, loss_queue;
     uint64_t cwnd_low_bytes, top_cut_bytes, run_peak, clean_from_bytes;
     int npeaks;
@@ -297,6 +298,13 @@ typedef struct {
                                    with several streams one's recovery overlaps another's,
                                    and the aggregate counts them as one */
     uint32_t stream_events;     /* every congestion event, stream by stream, random or not */
+    uint32_t follow_events;     /* of random_events, those on a path whose reordering the
+                                   kernel has learned that began in or just after another
+                                   recovery (qw_follows_recovery) */
+    uint32_t follow_stream_events;  /* ... of random_stream_events */
+    int any_recovery;           /* the latest sample fed had some stream in a recovery */
+    double recovery_end_t;      /* when the streams last all left a recovery (open_t for a
+                                   window opened after a loss), -1 none */
     int prev_recovery;
     qw_event_mark mark;         /* the latest event, until its cut is known kept or undone */
     uint32_t undone_events;     /* events whose cut the kernel undid: taken back (qwundo.c) */

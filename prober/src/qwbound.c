@@ -270,7 +270,8 @@ static double cwnd_growth(const qw_window *w, double since, double dt, double rt
 }
 
 /* The largest rate (bytes/s) the loss events seen allow: k events not at the top of a buffer
- * in n packets put the loss-event rate above poisson_lower95(k) / n at 95 %, and at that
+ * (nor following another recovery on a reordering path: qw_random_losses_shown) in n
+ * packets put the loss-event rate above poisson_lower95(k) / n at 95 %, and at that
  * rate each stream's window averages qw_loss_window_pkts and peaks at 2 / (1 + beta) x that,
  * over min RTT at most; INFINITY when no such event was seen. */
 static double loss_ceiling(const qw_window *w, double min_rtt)
@@ -278,9 +279,9 @@ static double loss_ceiling(const qw_window *w, double min_rtt)
     double mss = qw_mss(w->mss_bytes), packets = qw_packets_measured(w), p, peak;
     int streams = qw_streams(w);
 
-    if (qw_random_loss_events(w) == 0 || packets < 1)
+    if (qw_random_losses_shown(w) == 0 || packets < 1)
         return INFINITY;
-    p = fmin(1.0, poisson_lower95(qw_random_loss_events(w)) / packets);
+    p = fmin(1.0, poisson_lower95(qw_random_losses_shown(w)) / packets);
     peak = 2.0 / (1.0 + w->p.beta) * qw_loss_window_pkts(w->p.beta > 0.6, p, min_rtt);
     return streams * peak * mss / min_rtt;
 }

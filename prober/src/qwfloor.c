@@ -12,8 +12,6 @@
 #include <math.h>
 
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
-#define KERNEL_REORDERING 3     /* net.ipv4.tcp_reordering's default: tcpi_reordering until
-                                   the kernel sees packets arrive further out of order */
 #define SSTHRESH_FLOOR 2        /* packets: the least ssthresh Reno and CUBIC set
                                    (tcp_reno_ssthresh, cubictcp_recalc_ssthresh) */
 
@@ -100,6 +98,17 @@ uint32_t qw_floor_loss_events(const qw_window *w)
     uint32_t all = w->stream_events > w->events ? w->stream_events : w->events;
 
     return qw_queue_tells_random(w) ? qw_random_loss_events(w) : all;
+}
+
+/* The random loss events the window saw (qw_random_loss_events) less those that followed
+ * another recovery on a path whose reordering the kernel has learned (qw_follows_recovery):
+ * what the upper side may take as random loss holding the rate down. */
+uint32_t qw_random_losses_shown(const qw_window *w)
+{
+    uint32_t agg = w->random_events - w->follow_events;
+    uint32_t per_stream = w->random_stream_events - w->follow_stream_events;
+
+    return per_stream > agg ? per_stream : agg;
 }
 
 /* The loss-event rate per packet that the floor's events (qw_floor_loss_events) in the packets
@@ -229,7 +238,7 @@ int qw_reorder_overflow(const qw_window *w)
 {
     if (w->p.bbr || w->p.beta <= 0 || w->n == 0 || qw_mostly_limited(w))
         return 0;
-    return w->reordering_segments > KERNEL_REORDERING && w->events <= w->undone_events;
+    return w->reordering_segments > QW_KERNEL_REORDERING && w->events <= w->undone_events;
 }
 
 /* The lowest steady rate (bytes/s) over the run pr predicts when the buffer's first overflow

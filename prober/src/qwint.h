@@ -24,6 +24,8 @@
 #define QW_SLACK 0.95           /* timer-jitter slack on "one RTT elapsed" */
 #define QW_ALPHA 0.05           /* the answer's interval: 95 % over its planned checks */
 #define QW_CUBIC_C 0.4          /* RFC 9438: C, packets / s^3 */
+#define QW_KERNEL_REORDERING 3  /* net.ipv4.tcp_reordering's default: tcpi_reordering until
+                                   the kernel sees packets arrive further out of order */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in qwlevel.c */
@@ -55,6 +57,11 @@ int qw_loss_answered(int prev_rec, int rec, uint32_t prev_retrans, uint32_t retr
 /* qwundo.c: keep the event state before a congestion event qw_count_events is about to
  * count (Reno, CUBIC), until its cut is known kept or undone. */
 void qw_mark_event(qw_window *w);
+/* Follow the streams' loss recoveries: when they last all left one (qw_window.recovery_end_t). */
+void qw_track_recovery(qw_window *w, const qw_sample *s);
+/* 1 if a congestion event at s, on a path whose reordering the kernel has learned, began in
+ * or within two smoothed RTTs of another recovery. */
+int qw_follows_recovery(const qw_window *w, const qw_sample *s);
 /* Add s's streams' outcomes to the marked event; take it back once all undid their cut. */
 void qw_settle_event(qw_window *w, const qw_sample *s);
 /* 1 if the queue at a loss can tell a random loss from a full buffer's (qwundo.c). */
@@ -136,6 +143,8 @@ uint32_t qw_random_loss_events(const qw_window *w);
 /* The loss events the floor and the estimate's descent count: the random ones, or every one
  * where the queue cannot tell. */
 uint32_t qw_floor_loss_events(const qw_window *w);
+/* The random loss events less those that followed another recovery on a reordering path. */
+uint32_t qw_random_losses_shown(const qw_window *w);
 /* The loss-event rate per packet the floor's events leave open at 95 % (1 before a packet). */
 double qw_random_loss_rate(const qw_window *w);
 /* 1 if the kernel has learned that the path reorders and the window saw no cut it kept: the

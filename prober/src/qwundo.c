@@ -50,6 +50,7 @@ void qw_mark_event(qw_window *w)
     *m = (qw_event_mark){
         .pending = 1, .events = w->events, .random_events = w->random_events,
         .random_stream_events = w->random_stream_events,
+        .follow_events = w->follow_events, .follow_stream_events = w->follow_stream_events,
         .stream_events = w->stream_events, .event_t = w->event_t,
         .loss_queue = w->loss_queue, .cwnd_low_bytes = w->cwnd_low_bytes,
         .top_cut_bytes = w->top_cut_bytes, .run_peak = w->run_peak,
@@ -70,6 +71,8 @@ static void take_back(qw_window *w)
     w->events = m->events;
     w->random_events = m->random_events;
     w->random_stream_events = m->random_stream_events;
+    w->follow_events = m->follow_events;
+    w->follow_stream_events = m->follow_stream_events;
     w->stream_events = m->stream_events;
     w->event_t = m->event_t;
     w->loss_queue = m->loss_queue;
@@ -161,6 +164,34 @@ int qw_queue_tells_random(const qw_window *w)
     return deepest < QW_BUSY_QUEUE || (1.0 + deepest) * keep - 1.0 < QW_RANDOM_QUEUE * deepest;
 }
 
+/* Follow the streams' loss recoveries: note when they all left one (quickwin.h). */
+void qw_track_recovery(qw_window *w, const qw_sample *s)
+{
+    if (w->any_recovery && !s->in_recovery)
+        w->recovery_end_t = s->t_s;
+    w->any_recovery = s->in_recovery;
+}
+
+/* 1 if a congestion event at s began while another recovery ran (some stream's) or within
+ * two smoothed RTTs of the last one's end, on a path whose reordering the kernel has learned
+ * (tcpi_reordering above its default). Its lost packets were sent while that recovery cut
+ * cwnd and drained the queue, so the queue at its start says nothing of where they were
+ * lost; and on such a path one overflow's recovery is followed by others a round or two
+ * apart, RACK marking packets of the same overflow, or only reordered, lost (qwfloor.c,
+ * qw_reorder_overflow). Such an event is no proof of random loss: the upper side does not
+ * take it as one (qw_random_losses_shown). Reno on 150 Mbit/s x 90 ms with netem-order
+ * jitter left slow-start after such a cascade with cwnd at 44-89 kB a stream, and four cuts
+ * in its first 0.6 s, each 40-80 ms after a recovery ended, read as random losses held its
+ * climb back to 31.6 Mbit/s; it grew a packet a round to 57 by 20 s, and the 20 s figure
+ * (45.6) was above its interval (22.0-39.6). */
+int qw_follows_recovery(const qw_window *w, const qw_sample *s)
+{
+    if (w->reordering_segments <= QW_KERNEL_REORDERING)
+        return 0;
+    return w->any_recovery ||
+           (w->recovery_end_t >= 0 && s->t_s - w->recovery_end_t <= 2e-6 * s->rtt_us);
+}
+
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
  * that came and went between two samples. A loss-based cc's retransmission outside any
  * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
@@ -170,7 +201,7 @@ int qw_queue_tells_random(const qw_window *w)
 void qw_count_events(qw_window *w, const qw_sample *s)
 {
     double q = qw_queue_bdps(w, s), q_lo = queue_lo_bdps(w, s);
-    int random, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
+    int random, follow, lost = qw_loss_answered(w->prev_recovery, s->in_recovery, w->prev_retrans,
                                         s->retrans, s->ssthresh_set, w->p.bbr);
     int began = qw_stream_event(w->prev_recovery, s->in_recovery, w->prev_retrans, s->retrans,
                                 s->ssthresh_set, w->p.bbr);
@@ -182,11 +213,14 @@ void qw_count_events(qw_window *w, const qw_sample *s)
     if (q_lo < w->slice_qlo_min)
         w->slice_qlo_min = q_lo;
     random = may_be_random(w, q);
+    follow = random && qw_follows_recovery(w, s);
     if (began)
         qw_mark_event(w);
     w->stream_events += s->stream_events;
     if (random)
         w->random_stream_events += s->stream_events;
+    if (follow)
+        w->follow_stream_events += s->stream_events;
     if (began) {
         w->events++;
         w->event_t = s->t_s;
@@ -195,7 +229,9 @@ void qw_count_events(qw_window *w, const qw_sample *s)
             w->loss_queue = q;
         if (random)
             w->random_events++;
-        else
+        if (follow)
+            w->follow_events++;
+        if (!random)
             see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
         /* the first event can come at the window's first sample: the cycle it ends began
          * before the window, and its peak is unknown (0), not a peak of 0 */

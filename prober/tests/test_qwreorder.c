@@ -1,5 +1,7 @@
-/* test_qwreorder.c: the lower side for the first overflow on a path whose reordering the
- * kernel has learned (qw_reorder_overflow in src/qwfloor.c). */
+/* test_qwreorder.c: a path whose reordering the kernel has learned: the lower side for its
+ * first overflow (qw_reorder_overflow in src/qwfloor.c), and cuts that follow another
+ * recovery, which the upper side does not take as random loss (qw_follows_recovery in
+ * src/qwundo.c). */
 #include "check.h"
 #include "quickwin.h"
 #include "qwint.h"
@@ -121,6 +123,54 @@ static void test_no_floor_without_learned_reordering_or_after_a_kept_cut(void)
     CHECK(qw_reorder_overflow_floor(&w, &pr) == 0);
 }
 
+/* Samples every 20 ms for 4 s at RATE_BPS with no queue, reordering degree reord: a recovery
+ * from 1.00 to 1.20 s, another beginning at 1.24 s (two samples after the first ended) and
+ * ending at 1.40 s, and a third from 3.00 to 3.10 s, far from any other. */
+static void fill_recoveries(uint32_t reord)
+{
+    uint32_t retrans = 0;
+
+    for (int k = 0; k < 200; k++) {
+        double t = 0.02 * (k + 1);
+        int rec = (t > 0.99 && t < 1.19) || (t > 1.23 && t < 1.39) || (t > 2.99 && t < 3.09);
+        int begins = k > 0 && rec && !s[k - 1].in_recovery;
+
+        retrans += begins;
+        s[k] = (qw_sample){ .t_s = t, .rtt_us = RTT_US, .min_rtt_us = RTT_US,
+                            .cwnd_bytes = 800 * MSS, .mss_bytes = MSS, .in_recovery = rec,
+                            .retrans = retrans, .ssthresh_set = begins,
+                            .stream_events = (uint32_t)begins,
+                            .reordering_segments = reord };
+        s[k].delivered_bytes = (uint64_t)(RATE_BPS / 8 * t);
+    }
+}
+
+/* Every cut here may be random (no queue was ever seen), but on a path the kernel learned
+ * reorders the one that began 40 ms after another recovery ended followed it: the upper
+ * side does not take it as random loss. With the kernel's default degree it is one. */
+static void test_cut_right_after_a_recovery_is_no_proof_of_random_loss(void)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .beta = 0.5, .streams = 1, .full_s = 20 };
+
+    fill_recoveries(120);
+    qw_open(&w, &p, 0.0, 800 * MSS, 0);
+    for (int i = 0; i < 200 && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    CHECK_EQ(w.events, 3);
+    CHECK_EQ(w.random_events, 3);
+    CHECK_EQ(w.follow_events, 1);
+    CHECK_EQ(w.follow_stream_events, 1);
+    CHECK_EQ(qw_random_losses_shown(&w), 2);
+    CHECK_EQ(qw_random_loss_events(&w), 3);     /* the floor still counts it */
+    fill_recoveries(3);
+    qw_open(&w, &p, 0.0, 800 * MSS, 0);
+    for (int i = 0; i < 200 && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    CHECK_EQ(w.follow_events, 0);
+    CHECK_EQ(qw_random_losses_shown(&w), 3);
+}
+
 /* The hold's name and words, for quick_held_by. */
 static void test_hold_is_named(void)
 {
@@ -134,6 +184,7 @@ int main(void)
     test_cubic_first_overflow_may_cascade();
     test_reno_grows_back_a_packet_a_round();
     test_no_floor_without_learned_reordering_or_after_a_kept_cut();
+    test_cut_right_after_a_recovery_is_no_proof_of_random_loss();
     test_hold_is_named();
     return check_done();
 }
