@@ -224,21 +224,25 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     return floor_rate < rate ? floor_rate : rate;
 }
 
-/* 1 if a loss-based flow's window has seen no cut it kept (every one it counted the kernel
- * undid, or none) on a path whose reordering the kernel has learned (tcpi_reordering above
- * its default of 3, which only a packet arriving that far out of order raises), and cwnd is
- * not held by a window: the buffer's first overflow is still to come, and there it may cost
- * cut after cut. Through netem-order jitter (1500-byte frames, 90-130 ms, tcpi_reordering at
- * 100-300) every overflow's recovery was followed by another, a round or two apart, each
- * cutting cwnd by beta again: five to eight in a row after the first overflow of a 2.5-BDP
- * buffer (CUBIC, 150 Mbit/s x 90 ms: 2.85 -> 0.17 MB a stream in 2.5 s, hundreds of DSACKs,
- * so many retransmissions were spurious, but not all, and no cut was undone). A window that
- * saw no cut saw none of this. */
+/* 1 if a loss-based flow's window has seen no cut it kept to its end (every one it counted
+ * the kernel undid, or none, or one still in its recovery as the window closed: whether
+ * more follow is not seen yet) on a path whose reordering the kernel has learned
+ * (tcpi_reordering above its default of 3, which only a packet arriving that far out of
+ * order raises), and cwnd is not held by a window: the buffer's first overflow is still to
+ * come, or only began, and there it may cost cut after cut. Through netem-order jitter
+ * (1500-byte frames, 90-130 ms, tcpi_reordering at 100-300) every overflow's recovery was
+ * followed by another, a round or two apart, each cutting cwnd by beta again: five to eight
+ * in a row after the first overflow of a 2.5-BDP buffer (CUBIC, 150 Mbit/s x 90 ms:
+ * 2.85 -> 0.17 MB a stream in 2.5 s, hundreds of DSACKs, so many retransmissions were
+ * spurious, but not all, and no cut was undone). A window that saw no cut saw none of
+ * this. */
 int qw_reorder_overflow(const qw_window *w)
 {
+    uint32_t seen = w->events - (w->mark.pending ? 1 : 0);
+
     if (w->p.bbr || w->p.beta <= 0 || w->n == 0 || qw_mostly_limited(w))
         return 0;
-    return w->reordering_segments > QW_KERNEL_REORDERING && w->events <= w->undone_events;
+    return w->reordering_segments > QW_KERNEL_REORDERING && seen <= w->undone_events;
 }
 
 /* The lowest steady rate (bytes/s) over the run pr predicts when the buffer's first overflow

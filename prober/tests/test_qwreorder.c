@@ -171,6 +171,33 @@ static void test_cut_right_after_a_recovery_is_no_proof_of_random_loss(void)
     CHECK_EQ(qw_random_losses_shown(&w), 3);
 }
 
+/* A recovery that began as the window closed shows no more of the kernel's response than
+ * none: whether cuts follow it is not seen, so the floor applies; one the window saw end
+ * with its cut kept has been seen. */
+static void test_cut_still_in_recovery_at_the_close_is_not_seen(void)
+{
+    fill(120);
+    for (int k = 0; k < 300; k++) {
+        s[k].in_recovery = s[k].t_s > 3.79;
+        s[k].retrans = s[k].in_recovery;
+        s[k].ssthresh_set = s[k].stream_events = k > 0 && s[k].in_recovery && !s[k - 1].in_recovery;
+    }
+    feed(0.7);
+    CHECK_EQ(w.events, 1);
+    CHECK(w.mark.pending);
+    CHECK(qw_reorder_overflow(&w));
+    fill(120);
+    for (int k = 0; k < 300; k++) {
+        s[k].in_recovery = s[k].t_s > 1.99 && s[k].t_s < 2.19;
+        s[k].retrans = s[k].t_s > 1.99;
+        s[k].ssthresh_set = s[k].stream_events = k > 0 && s[k].in_recovery && !s[k - 1].in_recovery;
+    }
+    feed(0.7);
+    CHECK_EQ(w.events, 1);
+    CHECK(!w.mark.pending);
+    CHECK(!qw_reorder_overflow(&w));
+}
+
 /* The hold's name and words, for quick_held_by. */
 static void test_hold_is_named(void)
 {
@@ -185,6 +212,7 @@ int main(void)
     test_reno_grows_back_a_packet_a_round();
     test_no_floor_without_learned_reordering_or_after_a_kept_cut();
     test_cut_right_after_a_recovery_is_no_proof_of_random_loss();
+    test_cut_still_in_recovery_at_the_close_is_not_seen();
     test_hold_is_named();
     return check_done();
 }
