@@ -581,7 +581,7 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_GROWING;
     if (qw_timeouts_share(w) > w->p.tolerance)
         return QW_HOLD_TIMEOUTS;
-    if (qw_reorder_overflow(w))
+    if (qw_reorder_overflow_holds(w))
         return QW_HOLD_REORDER_OVERFLOW;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }

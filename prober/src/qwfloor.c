@@ -275,3 +275,23 @@ double qw_reorder_overflow_floor(const qw_window *w, const qw_prediction *pr)
     }
     return (rate * done + sum) / pr->rest_s;
 }
+
+/* 1 while the floor for a reordering path's first overflow (qw_reorder_overflow_floor, over
+ * the run p.full_s predicts) is further below the estimate than the tolerance, or while it
+ * applies to a run of unknown length: the answer's interval carries it, so a window that
+ * stopped then would report an interval wider than the tolerance. On short paths cwnd grows
+ * back within a second or so and the floor is near the rate: those windows converge as they
+ * would without it (CUBIC on 100 Mbit/s x 8 ms: 94 against 96.5 a second in). */
+int qw_reorder_overflow_holds(const qw_window *w)
+{
+    qw_prediction pr;
+    double rate = w->est.rate_bps / 8.0, floor_rate;
+
+    if (!qw_reorder_overflow(w))
+        return 0;
+    if (w->p.full_s <= 0)
+        return 1;
+    pr = qw_predict(w, w->p.full_s);
+    floor_rate = qw_reorder_overflow_floor(w, &pr);
+    return floor_rate > 0 && rate - floor_rate > w->p.tolerance * rate;
+}

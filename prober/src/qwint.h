@@ -154,6 +154,9 @@ int qw_reorder_overflow(const qw_window *w);
  * window closes: cwnd to the kernel's floor and back by the cc's law; 0 when it does not
  * apply. */
 double qw_reorder_overflow_floor(const qw_window *w, const qw_prediction *pr);
+/* 1 while that floor is further below the estimate than the tolerance (or the run's length
+ * is not known): the window holds (QW_HOLD_REORDER_OVERFLOW). */
+int qw_reorder_overflow_holds(const qw_window *w);
 
 /* qwbbr.c */
 /* 1 if a window of this many rounds (qw_bbr_rounds_counted) is shorter than a gain cycle. */

@@ -15,17 +15,19 @@
 
 static qw_sample s[400];
 static qw_window w;
+static uint32_t rtt_us = RTT_US;   /* fill's path */
 
-/* Samples every 20 ms for 6 s of a flow alone at RATE_BPS over a 90 ms path with a standing
- * queue of 50 ms (the link full, so no growth term), no loss, cwnd growing a packet a round
- * from 800 packets; the kernel's reordering degree reord. */
+/* Samples every 20 ms for 6 s of a flow alone at RATE_BPS over a path of rtt_us with a
+ * standing queue of 50 ms (the link full, so no growth term), no loss, cwnd growing a packet
+ * a round from 800 packets; the kernel's reordering degree reord. */
 static void fill(uint32_t reord)
 {
     for (int k = 0; k < 300; k++) {
         double t = 0.02 * (k + 1);
 
-        s[k] = (qw_sample){ .t_s = t, .rtt_us = RTT_US + 50000, .min_rtt_us = RTT_US,
-                            .cwnd_bytes = (uint64_t)(800 + t / 0.09) * MSS, .mss_bytes = MSS,
+        s[k] = (qw_sample){ .t_s = t, .rtt_us = rtt_us + 50000, .min_rtt_us = rtt_us,
+                            .cwnd_bytes = (uint64_t)(800 + t / (rtt_us / 1e6)) * MSS,
+                            .mss_bytes = MSS,
                             .reordering_segments = reord };
         s[k].delivered_bytes = (uint64_t)(RATE_BPS / 8 * t);
     }
@@ -80,8 +82,10 @@ static void test_cubic_first_overflow_may_cascade(void)
     b = qw_bound(&w, &pr);
     CHECK(b.by == QW_BOUND_REORDER_OVERFLOW);
     CHECK_NEAR(b.lo, want, want * 2e-3);
-    /* well below the rate: 2 packets back to 1,080 takes CUBIC about 14 s */
+    /* well below the rate: 2 packets back to 1,080 takes CUBIC about 14 s; a window that
+     * could stop then would answer wider than the tolerance, so it holds */
     CHECK(b.lo < 0.6 * b.steady);
+    CHECK(qw_reorder_overflow_holds(&w));
     CHECK_STR(qw_bound_name(b.by), "reorder_overflow");
 }
 
@@ -171,6 +175,26 @@ static void test_cut_right_after_a_recovery_is_no_proof_of_random_loss(void)
     CHECK_EQ(qw_random_losses_shown(&w), 3);
 }
 
+/* On an 8 ms path cwnd is back from the floor within a second or two: the floor is within
+ * the tolerance of the rate, and does not hold the window. */
+static void test_short_path_grows_back_within_the_tolerance(void)
+{
+    qw_prediction pr;
+    double floor_rate;
+
+    rtt_us = 8000;
+    fill(120);
+    rtt_us = RTT_US;
+    pr = feed(0.7);
+    CHECK(qw_reorder_overflow(&w));
+    floor_rate = qw_reorder_overflow_floor(&w, &pr);
+    CHECK(floor_rate > 0.97 * w.est.rate_bps / 8);
+    CHECK(floor_rate < w.est.rate_bps / 8);
+    CHECK(!qw_reorder_overflow_holds(&w));
+    w.p.full_s = 0;     /* a run of unknown length: held */
+    CHECK(qw_reorder_overflow_holds(&w));
+}
+
 /* A recovery that began as the window closed shows no more of the kernel's response than
  * none: whether cuts follow it is not seen, so the floor applies; one the window saw end
  * with its cut kept has been seen. */
@@ -211,6 +235,7 @@ int main(void)
     test_cubic_first_overflow_may_cascade();
     test_reno_grows_back_a_packet_a_round();
     test_no_floor_without_learned_reordering_or_after_a_kept_cut();
+    test_short_path_grows_back_within_the_tolerance();
     test_cut_right_after_a_recovery_is_no_proof_of_random_loss();
     test_cut_still_in_recovery_at_the_close_is_not_seen();
     test_hold_is_named();
