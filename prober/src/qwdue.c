@@ -271,7 +271,7 @@ double qw_timeouts_share(const qw_window *w)
      * 0.8-1.6 s, 4.6 against 4.8 Mbit/s read). */
     if (2 * w->timeout_samples <= w->samples) {
         pipe = qw_capacity_seen(w) * qw_no_queue_rtt_s(w) * (1.0 + qw_deepest_queue(w));
-        if (pipe <= 0 || pipe >= 2.0 * mss * qw_streams(w))
+        if (pipe <= 0 || pipe >= QW_SSTHRESH_FLOOR * mss * qw_streams(w))
             return 0;
     }
     /* qw_predict's figure has the last bytes acked a smoothed RTT after -t */

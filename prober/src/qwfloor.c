@@ -12,8 +12,6 @@
 #include <math.h>
 
 #define RENO_K 1.2247           /* sqrt(3/2): Mathis et al. */
-#define SSTHRESH_FLOOR 2        /* packets: the least ssthresh Reno and CUBIC set
-                                   (tcp_reno_ssthresh, cubictcp_recalc_ssthresh) */
 
 /* Long-run share of the link a loss-based flow keeps when its cwnd peaks at top BDPs and
  * each cut sets it to beta x top: cwnd grows linearly between cuts (Reno; CUBIC's concave
@@ -267,10 +265,10 @@ double qw_reorder_overflow_floor(const qw_window *w, const qw_prediction *pr)
         return 0;
     dt = to_go / steps;
     for (int k = 0; k < steps; k++) {
-        double tau = (k + 0.5) * dt, pkts = SSTHRESH_FLOOR + friendly * tau / rtt;
+        double tau = (k + 0.5) * dt, pkts = QW_SSTHRESH_FLOOR + friendly * tau / rtt;
 
         if (w->p.beta > 0.6)
-            pkts = fmax(pkts, SSTHRESH_FLOOR + QW_CUBIC_C * tau * tau * tau);
+            pkts = fmax(pkts, QW_SSTHRESH_FLOOR + QW_CUBIC_C * tau * tau * tau);
         sum += fmin(rate, streams * pkts * mss / rtt) * dt;
     }
     return (rate * done + sum) / pr->rest_s;

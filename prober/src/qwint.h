@@ -26,6 +26,9 @@
 #define QW_CUBIC_C 0.4          /* RFC 9438: C, packets / s^3 */
 #define QW_KERNEL_REORDERING 3  /* net.ipv4.tcp_reordering's default: tcpi_reordering until
                                    the kernel sees packets arrive further out of order */
+#define QW_SSTHRESH_FLOOR 2     /* packets: the least ssthresh Reno and CUBIC set, and so the
+                                   least cwnd outside a timeout (tcp_reno_ssthresh,
+                                   cubictcp_recalc_ssthresh) */
 #define QW_LEVEL_CHANGE 0.09    /* halves this far apart with the link full are the path
                                    changing (cross traffic), not noise: see
                                    level_changed_at_full_link() in qwlevel.c */
