@@ -166,6 +166,17 @@ static double spread_ratio(const qw_window *w, double p, double cap, double base
     return mean > spread ? spread / mean : 1.0;
 }
 
+/* 1 if a loss-based window's floor is its cycles' (qw_loss_floor): three or more whole
+ * sawtooth cycles whose peaks do not fall (qw_peaks_level), and whose cuts did not all
+ * leave the link full (cuts_kept_link_full), so they measured the loss process's mean. */
+int qw_cycles_floor(const qw_window *w, double cap)
+{
+    double base_rtt = qw_no_queue_rtt_s(w);
+
+    return w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 && qw_peaks_level(w) &&
+           !cuts_kept_link_full(w, cap, base_rtt);
+}
+
 /* Loss-based cc: the lowest long-run rate (bytes/s) the evidence allows, and which evidence
  * set it (*by; the rate itself when nothing lowers it):
  * - a cut from cwnd's peak (qw_peak_top: the peaks cuts came at, else the deepest queue seen)
@@ -213,8 +224,7 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     spread = spread_ratio(w, p, cap, base_rtt, top, share);
     if (spread < 1.0)
         *by = QW_BOUND_RANDOM_LOSS;
-    if (w->est.basis == QW_BASIS_LOSS_CYCLES && w->est.batches >= 3 && qw_peaks_level(w) &&
-        !cuts_kept_link_full(w, cap, base_rtt))
+    if (qw_cycles_floor(w, cap))
         return spread * rate;
     if (top_p < top)
         *by = QW_BOUND_RANDOM_LOSS;

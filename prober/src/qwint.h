@@ -150,6 +150,9 @@ uint32_t qw_floor_loss_events(const qw_window *w);
 uint32_t qw_random_losses_shown(const qw_window *w);
 /* The loss-event rate per packet the floor's events leave open at 95 % (1 before a packet). */
 double qw_random_loss_rate(const qw_window *w);
+/* 1 if the floor is the spread's share of the rate the cycles measured: three or more whole
+ * cycles at level peaks that did not all leave the link full. */
+int qw_cycles_floor(const qw_window *w, double cap);
 /* 1 if the kernel has learned that the path reorders and the window saw no cut it kept: the
  * buffer's first overflow may cut cwnd round after round. */
 int qw_reorder_overflow(const qw_window *w);
