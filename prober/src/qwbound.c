@@ -422,8 +422,8 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr);
  * process's mean. The answer is the mean-field's expectation under the losses the window
  * counted (rest_expected); where that reads the rest of the run lower, the cycles ran above
  * where those losses hold cwnd, and the spread applies to the expectation. Held out, CUBIC on
- * 50 Mbit/s x 15 ms (0.3-BDP buffer, 0.03 % loss): four cycles at level peaks read 39.0 and
- * a floor of 34.5, the expectation 34.1, and the 20 s figure was 33.9. */
+ * 50 Mbit/s x 15 ms (0.3-BDP buffer, 0.03 % loss): a window whose cycles at level peaks read
+ * 39.0 had a floor of 34.5, the expectation 34.1, and the 20 s figure was 33.9. */
 static double run_loss_floor(const qw_window *w, double cap, const qw_prediction *pr,
                              qw_bound_by *by)
 {
