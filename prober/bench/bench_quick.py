@@ -73,6 +73,7 @@ ESTIMATOR_SOURCES = [
     "prober/src/qwlevel.c",
     "prober/src/qwshare.c",
     "prober/src/qwspread.c",
+    "prober/src/qwnames.c",
     "prober/src/opts.h",
 ]
 # The sources that decide where a recorded run's slow-start ends: `qwreplay -S` finds the

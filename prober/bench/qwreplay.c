@@ -92,6 +92,46 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* Carry stream i's recovery, ssthresh and total_retrans from sample to sample in r, as
+ * measure.c's qp_stream does, and add what st (in BBR mode m) shows to q: slow-start's
+ * overshoot recovery, an ssthresh set, a congestion event begun, a cut kept or undone. */
+static void stream_step(replay *r, qw_sample *q, int i, const json_t *st, qw_bbr_mode m)
+{
+    uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
+    uint32_t tr = (uint32_t)num(st, "total_retrans");
+    int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst), began;
+    qw_cut cut;
+
+    r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m, r->ssthresh[i]);
+    q->overshoot_recovery |= r->overshoot[i];
+    q->ssthresh_set |= set;
+    began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);
+    cut = qw_cut_step(&r->cut[i], began, rec, (uint64_t)num(st, "cwnd_bytes"));
+    q->stream_events += (uint32_t)began;
+    q->cuts_kept += cut == QW_CUT_KEPT;
+    q->cuts_undone += cut == QW_CUT_UNDONE;
+    r->ssthresh[i] = sst;
+    r->sretrans[i] = tr;
+    r->srec[i] = rec;
+}
+
+/* Add stream st's smoothed RTT to q's largest and least, and its min RTT (BBR's own, bbr,
+ * when it keeps one) to q's least. */
+static void stream_rtts(qw_sample *q, const json_t *st, const json_t *bbr)
+{
+    uint32_t rtt = (uint32_t)num(st, "rtt_us"), mrtt = (uint32_t)num(st, "min_rtt_us");
+    uint32_t bmr = json_is_object(bbr) ? (uint32_t)num(bbr, "min_rtt_us") : 0;
+
+    if (bmr)
+        mrtt = bmr;
+    if (rtt > q->rtt_us)
+        q->rtt_us = rtt;
+    if (rtt && (q->rtt_lo_us == 0 || rtt < q->rtt_lo_us))
+        q->rtt_lo_us = rtt;
+    if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
+        q->min_rtt_us = mrtt;
+}
+
 /* Aggregate one sample event's streams into r->last as measure.c's window_sample does
  * (each stream's overshoot_recovery, ssthresh_bytes, total_retrans and recovery carried from
  * sample to sample in r), its summed total_retrans into r->last_retrans. */
@@ -113,11 +153,8 @@ static void aggregate(replay *r, const json_t *ev)
         uint32_t pg = (uint32_t)lround(num(bbr, "pacing_gain") * 256);
         uint32_t cg = (uint32_t)lround(num(bbr, "cwnd_gain") * 256);
         qw_bbr_mode m = json_is_object(bbr) ? qw_bbr_mode_from_gains(pg, cg) : QW_BBR_NONE;
-        uint32_t rtt = (uint32_t)num(st, "rtt_us"), mrtt = (uint32_t)num(st, "min_rtt_us");
-        uint32_t bmr = json_is_object(bbr) ? (uint32_t)num(bbr, "min_rtt_us") : 0;
 
-        if (bmr)
-            mrtt = bmr;
+        stream_rtts(q, st, bbr);
         q->delivered_bytes += (uint64_t)num(st, "bytes_acked") + (uint64_t)num(st, "sacked_bytes");
         q->cwnd_bytes += (uint64_t)num(st, "cwnd_bytes");
         q->retrans += (uint32_t)num(st, "total_retrans");
@@ -129,37 +166,16 @@ static void aggregate(replay *r, const json_t *ev)
         q->rwnd_bytes += (uint64_t)num(st, "snd_wnd_bytes");
         top_known &= json_is_integer(json_object_get(st, "snd_wscale"));
         q->rwnd_top_bytes += QW_WINDOW_TOP((int)num(st, "snd_wscale") & 15);
-        if (rtt > q->rtt_us)
-            q->rtt_us = rtt;
-        if (rtt && (q->rtt_lo_us == 0 || rtt < q->rtt_lo_us))
-            q->rtt_lo_us = rtt;
         if ((uint32_t)num(st, "mss_bytes") > q->mss_bytes)
             q->mss_bytes = (uint32_t)num(st, "mss_bytes");
         if ((uint32_t)num(st, "reordering_segments") > q->reordering_segments)
             q->reordering_segments = (uint32_t)num(st, "reordering_segments");
-        if (mrtt && (q->min_rtt_us == 0 || mrtt < q->min_rtt_us))
-            q->min_rtt_us = mrtt;
         if (i < QP_MAX_STREAMS) {
             double held = num(st, "bytes_sent") - num(st, "bytes_acked");
-            uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
 
             backlog[i] = held > 0 ? (uint64_t)held : 0;
             cwnd[i] = (uint64_t)num(st, "cwnd_bytes");
-            uint32_t tr = (uint32_t)num(st, "total_retrans");
-            int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst);
-
-            r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m, r->ssthresh[i]);
-            q->overshoot_recovery |= r->overshoot[i];
-            q->ssthresh_set |= set;
-            int began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);
-            qw_cut cut = qw_cut_step(&r->cut[i], began, rec, (uint64_t)num(st, "cwnd_bytes"));
-
-            q->stream_events += (uint32_t)began;
-            q->cuts_kept += cut == QW_CUT_KEPT;
-            q->cuts_undone += cut == QW_CUT_UNDONE;
-            r->ssthresh[i] = sst;
-            r->sretrans[i] = tr;
-            r->srec[i] = rec;
+            stream_step(r, q, (int)i, st, m);
         }
         q->bbr_cruising &= json_is_object(bbr) && qw_bbr_cruising(pg, cg);
         if (json_is_object(bbr)) {

@@ -33,7 +33,8 @@
  * window, in qwpredict.c; its interval, in qwbound.c and qwbbr.c; when it answers (the
  * deadline and the planned checks), in qwdue.c; what slow-start and BBR's gains tell it, in
  * qwseen.c; changes of level and which are the flow's own transients, in qwlevel.c;
- * congestion events counted and undone, in qwundo.c; Student's t, in qwstats.c. */
+ * congestion events counted and undone, in qwundo.c; Student's t, in qwstats.c; the
+ * codes' names and what they mean in words, in qwnames.c. */
 #include "qwint.h"
 
 #include <math.h>
@@ -65,74 +66,10 @@ void qw_open(qw_window *w, const qw_params *p, double t_s, uint64_t exit_cwnd_by
     w->hold = QW_HOLD_NOT_STARTED;
 }
 
-/* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
-const char *qw_basis_name(qw_basis b)
-{
-    switch (b) {
-    case QW_BASIS_TIME: return "time";
-    case QW_BASIS_LOSS_CYCLES: return "loss_cycles";
-    case QW_BASIS_BBR_CYCLES: return "bbr_cycles";
-    case QW_BASIS_NONE: break;
-    }
-    return NULL;
-}
-
 /* What kept the window open at its latest slice. */
 qw_hold qw_hold_of(const qw_window *w)
 {
     return w->hold;
-}
-
-/* Each hold's name (JSON) and what it means (the human report). */
-static const struct {
-    const char *name, *text;
-} hold_names[] = {
-    [QW_HOLD_NOT_STARTED] = { "not_started", "a loss recovery, DRAIN or PROBE_RTT never ended" },
-    [QW_HOLD_FEW_BATCHES] = { "few_batches", "too few cycles for an interval" },
-    [QW_HOLD_SHORT] = { "short", "the rate kept changing level: too little was left after the "
-                                 "last change" },
-    [QW_HOLD_INTERVAL] = { "interval", "the interval stayed wider than the tolerance" },
-    [QW_HOLD_HALVES] = { "halves", "the window's halves ran at different rates" },
-    [QW_HOLD_VARYING] = { "varying", "the rate changed level with the link full (cross traffic?)" },
-    [QW_HOLD_TAIL] = { "tail", "the part after the last cut ran faster than whole cycles" },
-    [QW_HOLD_HEAD] = { "head", "the dropped start ran at another level with the link full" },
-    [QW_HOLD_LAST_SLICE] = { "last_slice", "the latest round ran at another level" },
-    [QW_HOLD_RECOVERY] = { "recovery", "a loss recovery was under way" },
-    [QW_HOLD_CLIMBING] = { "climbing", "cwnd was still climbing back to slow-start's level" },
-    [QW_HOLD_SAWTOOTH] = { "sawtooth", "too few level sawtooth cycles, and the queue did not "
-                                       "prove the link stays full through a cut" },
-    [QW_HOLD_LOSS_FREE] = { "loss_free", "too few loss-free packets to rule out random loss" },
-    [QW_HOLD_PROBE_RTT] = { "probe_rtt", "BBR was in PROBE_RTT" },
-    [QW_HOLD_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising" },
-    [QW_HOLD_RANDOM_LOSS] = { "random_loss", "random loss, seen or not yet ruled out, could "
-                                             "lower the long-run rate" },
-    [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link "
-                                     "was not full yet" },
-    [QW_HOLD_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (its policer mode), below "
-                                 "its estimate from before" },
-    [QW_HOLD_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate, "
-                                          "and the receiver may open it" },
-    [QW_HOLD_TIMEOUTS] = { "timeouts", "the streams share fewer than two packets of the path "
-                                       "each, or some stream was in a retransmission timeout "
-                                       "at most samples: one may be at the run's end, which "
-                                       "then waits for it" },
-    [QW_HOLD_REORDER_OVERFLOW] = { "reorder_overflow", "the path reorders packets and no cut "
-                                                       "was seen yet: the buffer's first "
-                                                       "overflow may cut cwnd again and again" },
-};
-
-#define NHOLDS (sizeof hold_names / sizeof hold_names[0])
-
-/* "not_started", "few_batches", "short", "interval", ...; NULL for QW_HOLD_NONE. */
-const char *qw_hold_name(qw_hold h)
-{
-    return h > QW_HOLD_NONE && (size_t)h < NHOLDS ? hold_names[h].name : NULL;
-}
-
-/* What the hold means, in words; NULL for QW_HOLD_NONE. */
-const char *qw_hold_text(qw_hold h)
-{
-    return h > QW_HOLD_NONE && (size_t)h < NHOLDS ? hold_names[h].text : NULL;
 }
 
 /* Units (consecutive counted stretches, which batches group) of at least len seconds of
@@ -586,14 +523,12 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 
-/* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
-qw_state qw_feed(qw_window *w, const qw_sample *s)
+/* Take from sample s what the window tracks whether or not it has started measuring: the
+ * path's min RTT and the smoothed RTT's floor, the MSS, the counters the kernel keeps (bytes
+ * delivered, time limited by a window), the receiver's window, the kernel's reordering degree,
+ * the backlog and the cruise. */
+static void track_sample(qw_window *w, const qw_sample *s)
 {
-    double half_diff = INFINITY;
-    int full = 0, mid = 0;
-
-    if (w->state != QW_OPEN)
-        return w->state;
     if (s->min_rtt_us && (w->min_rtt_us == 0 || s->min_rtt_us < w->min_rtt_us))
         w->min_rtt_us = s->min_rtt_us;
     /* the floor is the RTT with no queue only if it reaches back to the connection's first
@@ -613,6 +548,65 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
     w->reordering_segments = s->reordering_segments;
     qw_track_backlog(w, s);
     qw_track_cruise(w, s);
+}
+
+/* Close the slice that sample s ends, estimate and judge the window; 1 if it converged at a
+ * planned check (w->state is then QW_CONVERGED). */
+static int close_and_judge(qw_window *w, const qw_sample *s)
+{
+    double half_diff = INFINITY;
+    int check = qw_at_check(w, s->t_s), full, mid = 0;
+
+    close_slice(w, s);
+    full = estimate(w, qw_past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha, &half_diff,
+                    &mid);
+    w->bw_rising = qw_bw_rising(w);
+    if (full && !w->ss_level_differs && qw_plateau_differs(w))
+        w->varying = w->ss_level_differs = 1;
+    w->hold = converged(w, s, full, half_diff);
+    if (w->hold == QW_HOLD_NONE && check) {
+        w->state = QW_CONVERGED;
+        w->end_t = s->t_s;
+        return 1;
+    }
+    if (w->hold != QW_HOLD_NONE)
+        qw_follow_level(w, full, half_diff, mid);
+    return 0;
+}
+
+/* Stop the window at sample s if its deadline passed (with a slice to answer from, or -t
+ * reached) or its slices are full; a change of level at a full link may put the deadline
+ * off (qw_put_off). */
+static void stop_if_due(qw_window *w, const qw_sample *s)
+{
+    int met;
+
+    /* a change of level at a full link keeps its own time, not the RTT's (qw_put_off) */
+    if (qw_past_deadline(w, s->t_s) && w->n > 0 && w->n < QW_MAX_SLICES && w->varying &&
+        qw_put_off(w, s))
+        return;
+    if (!((qw_past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
+          w->n >= QW_MAX_SLICES))
+        return;
+    /* the deadline is the last check: gates that passed at a slice since the last one (at a
+     * stricter level) pass at it */
+    met = w->hold == QW_HOLD_NONE && w->n > 0;
+    /* a slice is a whole number of round trips: one of a deep buffer's several-second
+     * smoothed RTT (a slow uplink) may not have closed by the deadline; close it short so
+     * that the window answers with what it measured instead of running to -t */
+    if (w->n == 0 && s->t_s > w->slice_t0)
+        close_slice(w, s);
+    qw_stop(w);
+    if (met)
+        w->state = QW_CONVERGED;
+}
+
+/* Feed the next sample; returns the state after it (QW_OPEN while measuring). */
+qw_state qw_feed(qw_window *w, const qw_sample *s)
+{
+    if (w->state != QW_OPEN)
+        return w->state;
+    track_sample(w, s);
     if (!w->started) {
         qw_track_recovery(w, s);
         if (try_start(w, s))
@@ -630,47 +624,13 @@ qw_state qw_feed(qw_window *w, const qw_sample *s)
         w->slice_probe_rtt = 1;
     if (s->bbr_mode != QW_BBR_PROBE_BW)
         w->slice_not_bw = 1;
-    if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK) {
-        int check = qw_at_check(w, s->t_s);
-
-        close_slice(w, s);
-        full = estimate(w, qw_past_deadline(w, s->t_s) ? w->due_alpha : w->check_alpha,
-                        &half_diff, &mid);
-        w->bw_rising = qw_bw_rising(w);
-        if (full && !w->ss_level_differs && qw_plateau_differs(w))
-            w->varying = w->ss_level_differs = 1;
-        w->hold = converged(w, s, full, half_diff);
-        if (w->hold == QW_HOLD_NONE && check) {
-            w->state = QW_CONVERGED;
-            w->end_t = s->t_s;
-            return w->state;
-        }
-        if (w->hold != QW_HOLD_NONE)
-            qw_follow_level(w, full, half_diff, mid);
-    }
+    if (s->t_s - w->slice_t0 >= slice_len(w) * QW_SLACK && close_and_judge(w, s))
+        return w->state;
     /* due by --quick-max-ms with the drain as it stands now, not as it stood at the start
      * (the answer came 0.2-0.5 s late on 120-200 ms paths whose queue had filled since), nor
      * at its most pessimistic moment (a rate read low over the first slices) */
     qw_update_deadline(w, s);
-    /* a change of level at a full link keeps its own time, not the RTT's (qw_put_off) */
-    if (qw_past_deadline(w, s->t_s) && w->n > 0 && w->n < QW_MAX_SLICES && w->varying &&
-        qw_put_off(w, s))
-        return w->state;
-    if ((qw_past_deadline(w, s->t_s) && (w->n > 0 || s->t_s >= w->open_t + w->p.max_s)) ||
-        w->n >= QW_MAX_SLICES) {
-        /* the deadline is the last check: gates that passed at a slice since the last one
-         * (at a stricter level) pass at it */
-        int met = w->hold == QW_HOLD_NONE && w->n > 0;
-
-        /* a slice is a whole number of round trips: one of a deep buffer's several-second
-         * smoothed RTT (a slow uplink) may not have closed by the deadline; close it short
-         * so that the window answers with what it measured instead of running to -t */
-        if (w->n == 0 && s->t_s > w->slice_t0)
-            close_slice(w, s);
-        qw_stop(w);
-        if (met)
-            w->state = QW_CONVERGED;
-    }
+    stop_if_due(w, s);
     return w->state;
 }
 

@@ -597,74 +597,133 @@ static void widen(qw_bounds *b, double lo, double hi, qw_bound_by by)
     }
 }
 
+/* The sampling term: the prediction interval's sampling part, back to the steady rate (the
+ * end's part is on the figure: bound_to_figure adds it after the cap), or, with too little
+ * for batches, the range of the quarters' rates (short; up to the capacity seen with fewer
+ * than two quarters). */
+static void bound_sampling(const qw_prediction *pr, int nq, double qlo, double qhi, double cap,
+                           qw_bounds *b)
+{
+    double half;
+
+    if (!(pr->ci_frac >= 0)) {
+        widen(b, nq >= 2 ? qlo : 0, nq >= 2 ? qhi : cap, QW_BOUND_SHORT);
+        return;
+    }
+    half = pr->sampling_frac * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
+    widen(b, b->steady - half, b->steady + half, QW_BOUND_STATISTICS);
+}
+
+/* The levels term, for a window that answered at its deadline with the rate changing level:
+ * the range of the quarters' rates, the levels not seen (unseen_levels) and, for BBR,
+ * STARTUP's plateau, a level the path gave too (plateau_differs). Returns the plateau's rate
+ * when it lifts the cap on the upper side, else 0. */
+static double bound_levels(const qw_window *w, double qlo, double qhi, qw_bounds *b)
+{
+    double llo = qlo, lhi = qhi, plateau = 0;
+
+    if (w->state == QW_CONVERGED ||
+        !(w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
+          w->hold == QW_HOLD_LAST_SLICE ||
+          ((w->drops > 0 || w->hold == QW_HOLD_SHORT) && !qw_only_own_climbs(w))))
+        return 0;
+    if (w->ss_level_differs)
+        plateau = w->ss_rate;
+    unseen_levels(w, b->steady, &llo, &lhi);
+    widen(b, fmin(llo, plateau ? plateau : llo), fmax(lhi, plateau), QW_BOUND_LEVELS);
+    return plateau;
+}
+
+/* The lower side's terms: the random-loss or sawtooth floor over the run (run_loss_floor)
+ * and a reordering path's first overflow (qw_reorder_overflow_floor). */
+static void bound_floors(const qw_window *w, const qw_prediction *pr, double cap, qw_bounds *b)
+{
+    qw_bound_by by;
+    double floor_rate = run_loss_floor(w, cap, pr, &by);
+    double overflow = qw_reorder_overflow_floor(w, pr);
+
+    if (floor_rate < b->steady)
+        widen(b, floor_rate, b->steady, by);
+    if (overflow > 0 && overflow < b->steady)
+        widen(b, overflow, b->steady, QW_BOUND_REORDER_OVERFLOW);
+}
+
+/* The upper side's terms, each of which may take the rate past the capacity seen: cwnd
+ * still growing towards a capacity not reached yet, BBR's long-term rate, a part of a gain
+ * cycle or a rising estimate, the receiver's window, and reordering. carried is BBR's
+ * estimate as an upper end (bbr_bw_carried). Returns the largest such upper side, the cap's
+ * lift. */
+static double bound_ceilings(const qw_window *w, const qw_prediction *pr, double carried,
+                             qw_bounds *b)
+{
+    double ceiling = growth_ceiling(w, pr), lt = 0, rising, rwnd, reorder;
+    double rounds = qw_bbr_rounds_counted(w);
+
+    if (ceiling > b->steady)
+        widen(b, b->steady, ceiling, QW_BOUND_GROWING);
+    if (w->p.bbr && w->lt_bw && carried > b->steady) {
+        lt = carried;
+        widen(b, b->steady, lt, QW_BOUND_LT_BW);
+    }
+    if (qw_bbr_part_cycle(rounds))
+        widen(b, b->steady * qw_bbr_part_cycle_low(rounds), fmax(b->steady, carried),
+              QW_BOUND_BBR_CYCLE);
+    rising = qw_bbr_trend_ceiling(w, pr);
+    if (rising > b->steady)
+        widen(b, b->steady, rising, QW_BOUND_BW_RISING);
+    rwnd = fmin(qw_rwnd_ceiling(w), rwnd_growth_ceiling(w, pr));
+    if (rwnd > b->steady)
+        widen(b, b->steady, rwnd, QW_BOUND_RWND);
+    reorder = reorder_ceiling(w, pr);
+    if (reorder > b->steady)
+        widen(b, b->steady, reorder, QW_BOUND_REORDERING);
+    return fmax(fmax(rwnd, fmax(ceiling, rising)), fmax(lt, reorder));
+}
+
+/* Map the steady bounds to the run's figure, as qw_predict maps the steady rate, then add
+ * the end's uncertainty, which no cap on the steady rate bounds: how long the last bytes
+ * took to drain is a matter of time, not of rate (a capacity-limited flow's figure read
+ * above an interval whose upper side the capacity seen had cut to 0.02 %); a window too
+ * short for batches (short: the quarters' range, 0.1 % on a flat BBR rate) keeps it too.
+ * The run's end waiting for streams starved into timeouts is on the figure, below only. */
+static void bound_to_figure(const qw_window *w, const qw_prediction *pr, qw_bounds *b)
+{
+    double starved = qw_timeouts_share(w) * pr->rate_bps;
+    double e = pr->end_frac * pr->rate_bps, tail = pr->tail_frac * pr->rate_bps, dlo, dhi;
+
+    b->lo_bps = pr->rate_bps + (b->lo - b->steady) * 8.0 * pr->steady_share;
+    b->hi_bps = pr->rate_bps + (b->hi - b->steady) * 8.0 * pr->steady_share;
+    if (!(pr->end_frac > 0 || pr->tail_frac > 0 || starved > 0))
+        return;
+    dlo = pr->rate_bps - b->lo_bps;
+    dhi = b->hi_bps - pr->rate_bps;
+    b->lo_bps = fmax(0, pr->rate_bps - sqrt(dlo * dlo + e * e + tail * tail + starved * starved));
+    b->hi_bps = pr->rate_bps + sqrt(dhi * dhi + e * e);
+    /* the wider side, and the drain's wait the most of it */
+    if (starved > dlo && pr->rate_bps - b->lo_bps > b->hi_bps - pr->rate_bps)
+        b->by = QW_BOUND_TIMEOUTS;
+}
+
 /* The interval of the run's figure pr->rate_bps from the window's evidence (quickwin.h). */
 qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
 {
     qw_bounds b = { .by = QW_BOUND_STATISTICS };
-    double q[QW_QUARTERS], qlo, qhi, cap, floor_rate, ceiling, rising, lt = 0, plateau = 0;
-    double stall = 0, rounds, rwnd, reorder, overflow;
-    /* the run's end waiting for streams starved into timeouts: on the figure, below only */
-    double starved = qw_timeouts_share(w) * pr->rate_bps;
+    double q[QW_QUARTERS], qlo, qhi, cap, lift;
     /* BBR's estimate as an upper end, read once: it scans every slice */
     double carried = w->p.bbr ? bbr_bw_carried(w) : 0;
     int nq = quarter_rates(w, q);
-    qw_bound_by by;
 
     if (pr->rate_bps <= 0 || w->est.rate_bps <= 0)
         return b;
     b.steady = b.lo = b.hi = w->est.rate_bps / 8.0;
     range_of(q, nq, &qlo, &qhi);
     cap = qw_capacity_seen(w);
-    if (pr->ci_frac >= 0) {
-        /* the sampling part of the prediction interval, back to the steady rate (the end's
-         * part is on the figure: added below, after the cap) */
-        double half = pr->sampling_frac * pr->rate_bps / 8.0 / fmax(pr->steady_share, 1e-9);
-
-        widen(&b, b.steady - half, b.steady + half, QW_BOUND_STATISTICS);
-    } else {
-        widen(&b, nq >= 2 ? qlo : 0, nq >= 2 ? qhi : cap, QW_BOUND_SHORT);
-    }
-    /* a window that answered at its deadline with the rate changing level */
-    if (w->state != QW_CONVERGED &&
-        (w->varying || w->hold == QW_HOLD_HEAD || w->hold == QW_HOLD_HALVES ||
-         w->hold == QW_HOLD_LAST_SLICE ||
-         ((w->drops > 0 || w->hold == QW_HOLD_SHORT) && !qw_only_own_climbs(w)))) {
-        /* BBR: STARTUP's plateau is a level the path gave too (plateau_differs) */
-        double llo = qlo, lhi = qhi;
-
-        if (w->ss_level_differs)
-            plateau = w->ss_rate;
-        unseen_levels(w, b.steady, &llo, &lhi);
-        widen(&b, fmin(llo, plateau ? plateau : llo), fmax(lhi, plateau), QW_BOUND_LEVELS);
-    }
-    floor_rate = run_loss_floor(w, cap, pr, &by);
-    if (floor_rate < b.steady)
-        widen(&b, floor_rate, b.steady, by);
-    overflow = qw_reorder_overflow_floor(w, pr);
-    if (overflow > 0 && overflow < b.steady)
-        widen(&b, overflow, b.steady, QW_BOUND_REORDER_OVERFLOW);
+    bound_sampling(pr, nq, qlo, qhi, cap, &b);
+    lift = bound_levels(w, qlo, qhi, &b);
+    bound_floors(w, pr, cap, &b);
     /* the upper side: never above the capacity seen (unless cwnd still grows towards a
      * capacity not reached yet) */
-    ceiling = growth_ceiling(w, pr);
-    if (ceiling > b.steady)
-        widen(&b, b.steady, ceiling, QW_BOUND_GROWING);
-    if (w->p.bbr && w->lt_bw && carried > b.steady) {
-        lt = carried;
-        widen(&b, b.steady, lt, QW_BOUND_LT_BW);
-    }
-    rounds = qw_bbr_rounds_counted(w);
-    if (qw_bbr_part_cycle(rounds))
-        widen(&b, b.steady * qw_bbr_part_cycle_low(rounds), fmax(b.steady, carried),
-              QW_BOUND_BBR_CYCLE);
-    rising = qw_bbr_trend_ceiling(w, pr);
-    if (rising > b.steady)
-        widen(&b, b.steady, rising, QW_BOUND_BW_RISING);
-    rwnd = fmin(qw_rwnd_ceiling(w), rwnd_growth_ceiling(w, pr));
-    if (rwnd > b.steady)
-        widen(&b, b.steady, rwnd, QW_BOUND_RWND);
-    reorder = reorder_ceiling(w, pr);
-    if (reorder > b.steady)
-        widen(&b, b.steady, reorder, QW_BOUND_REORDERING);
+    lift = fmax(lift, bound_ceilings(w, pr, carried, &b));
     /* BBR: the link carried at least the largest delivery rate its bandwidth filter kept
      * that a slice also delivered (bbr_bw_carried), standing queue or not (under jitter the
      * queue reads are noise, and a capacity read while a queue stood came out 1 % under the
@@ -676,9 +735,11 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
     if (w->p.bbr)
         cap = fmax(cap, carried);
     if (w->stalled) {
-        stall = stall_ceiling(w);
+        double stall = stall_ceiling(w);
+
         widen(&b, 0, stall, QW_BOUND_STALLED);
         b.by = QW_BOUND_STALLED;
+        lift = fmax(lift, stall);
     }
     /* Reno / CUBIC with no standing queue in any slice: the link was not shown full, and the
      * fastest quarter bounds its capacity only from below, so it caps nothing (the cap had
@@ -686,28 +747,10 @@ qw_bounds qw_bound(const qw_window *w, const qw_prediction *pr)
      * figure of 8.76; CUBIC at 400 Mbit/s x 200 ms, 351.8 against 356.4) */
     if (!w->p.bbr && (queued_rate(w) <= 0 || qw_queue_shared(w)))
         cap = INFINITY;
-    b.hi = fmin(b.hi, fmax(fmax(fmax(cap, rwnd), fmax(ceiling, rising)),
-                           fmax(fmax(lt, plateau), fmax(stall, reorder))));
+    b.hi = fmin(b.hi, fmax(cap, lift));
     b.lo = fmax(0, fmin(b.lo, b.steady));
     b.hi = fmax(b.hi, b.steady);
-    /* to the run's figure, as qw_predict maps the steady rate; then the end's uncertainty,
-     * which no cap on the steady rate bounds: how long the last bytes took to drain is a
-     * matter of time, not of rate (a capacity-limited flow's figure read above an interval
-     * whose upper side the capacity seen had cut to 0.02 %); a window too short for batches
-     * (short: the quarters' range, 0.1 % on a flat BBR rate) keeps it too */
-    b.lo_bps = pr->rate_bps + (b.lo - b.steady) * 8.0 * pr->steady_share;
-    b.hi_bps = pr->rate_bps + (b.hi - b.steady) * 8.0 * pr->steady_share;
-    if (pr->end_frac > 0 || pr->tail_frac > 0 || starved > 0) {
-        double e = pr->end_frac * pr->rate_bps, tail = pr->tail_frac * pr->rate_bps,
-               dlo = pr->rate_bps - b.lo_bps, dhi = b.hi_bps - pr->rate_bps;
-
-        b.lo_bps = fmax(0, pr->rate_bps -
-                               sqrt(dlo * dlo + e * e + tail * tail + starved * starved));
-        b.hi_bps = pr->rate_bps + sqrt(dhi * dhi + e * e);
-        /* the wider side, and the drain's wait the most of it */
-        if (starved > dlo && pr->rate_bps - b.lo_bps > b.hi_bps - pr->rate_bps)
-            b.by = QW_BOUND_TIMEOUTS;
-    }
+    bound_to_figure(w, pr, &b);
     return b;
 }
 
@@ -727,76 +770,4 @@ qw_answer qw_answer_of(const qw_window *w, double full_s)
     a.rate_bps = fmin(fmax(a.rate_bps, a.lo_bps), a.hi_bps);
     a.ci_frac = fmax(a.hi_bps - a.rate_bps, a.rate_bps - a.lo_bps) / a.rate_bps;
     return a;
-}
-
-/* Each evidence's name (JSON) and what it means (the human report and the portal). */
-static const struct {
-    const char *name, *text;
-} bound_names[] = {
-    [QW_BOUND_STATISTICS] = { "statistics", "the rate's scatter over the measured cycles" },
-    [QW_BOUND_SHORT] = { "short", "too little was measured for an interval: the interval spans "
-                                  "the rates of the measured time's quarters" },
-    [QW_BOUND_LEVELS] = { "levels", "the rate changed level during the window (cross traffic?): "
-                                    "the interval spans the levels seen, and where the path set "
-                                    "them, one more such level" },
-    [QW_BOUND_SAWTOOTH] = { "sawtooth", "no whole sawtooth cycle was seen: the lower end is what a "
-                                        "cut leaves of the link with the buffer depth seen" },
-    [QW_BOUND_RANDOM_LOSS] = { "random_loss", "random loss, seen or not yet ruled out by the "
-                                              "loss-free packets: the lower end is the rate TCP "
-                                              "keeps at the highest loss rate the packets seen "
-                                              "allow, with the dips clusters of losses cause" },
-    [QW_BOUND_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (the policer mode it enters "
-                                  "after steady losses) for part of the window: the rest of the "
-                                  "run may return to its bandwidth estimate from before" },
-    [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
-                                      "capacity was not reached, and the upper end is where "
-                                      "TCP's window growth could take the rate by the run's end" },
-    [QW_BOUND_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising when the "
-                                          "window closed (its share of the link still growing?): "
-                                          "the upper end is where that rise, kept up for as long "
-                                          "again, takes the rate" },
-    [QW_BOUND_BBR_CYCLE] = { "bbr_cycle", "BBR was measured for less than one gain cycle: over "
-                                          "whole cycles it paces at its bandwidth estimate, the "
-                                          "upper end; the lower end allows for a probe round "
-                                          "(gain 1.25) among those measured" },
-    [QW_BOUND_STALLED] = { "stalled", "nothing was delivered after slow-start (a stall: the path "
-                                      "or the server stopped?): the estimate is the average "
-                                      "since the first byte, and the rest of the run may "
-                                      "deliver nothing or return to the rate slow-start "
-                                      "reached" },
-    [QW_BOUND_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate: "
-                                           "the path's capacity was not probed, and the "
-                                           "receiver may open its window at any time, up to "
-                                           "the largest its window scale allows, and the "
-                                           "rate follows only as fast as cwnd grows (the "
-                                           "upper end)" },
-    [QW_BOUND_REORDERING] = { "reordering", "the path reorders packets (the kernel undid cuts "
-                                            "it had made for losses that were only reordering): "
-                                            "Linux learns to tolerate it as the run goes on, so "
-                                            "the upper end is where cwnd's growth could take "
-                                            "the rate with no further cut" },
-    [QW_BOUND_TIMEOUTS] = { "timeouts", "the streams share fewer than two packets of the path "
-                                        "each, or some stream was in a retransmission timeout "
-                                        "at most samples: one may be backing off at the run's "
-                                        "end, its last bytes may wait for it as long as the "
-                                        "prober waits for them (--connect-timeout), and the "
-                                        "lower end is that wait" },
-    [QW_BOUND_REORDER_OVERFLOW] = { "reorder_overflow",
-                                    "the path reorders packets and the window saw no cut: when "
-                                    "the buffer first overflows, the kernel may cut cwnd round "
-                                    "after round, and no law says how often, so the lower end "
-                                    "is cwnd cut to its floor as the window closed and grown "
-                                    "back by the cc's law" },
-};
-
-/* "statistics", "levels", ...; NULL for an unknown value. */
-const char *qw_bound_name(qw_bound_by by)
-{
-    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].name : NULL;
-}
-
-/* What the evidence means, in words; NULL for an unknown value. */
-const char *qw_bound_text(qw_bound_by by)
-{
-    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].text : NULL;
 }

@@ -187,11 +187,11 @@ def test_overview_headline_uses_full_run_when_not_converged(client, site, vantag
 
 
 def test_quick_hold_names_agree_between_prober_docs_and_portal():
-    # the prober's names (src/quickwin.c), the contract (EVENTS.md) and the portal's words
+    # the prober's names (src/qwnames.c), the contract (EVENTS.md) and the portal's words
     from portal.measure.vocab import QUICK_HOLDS
     from tests.prober import qp
 
-    source = (qp.ROOT / "prober" / "src" / "quickwin.c").read_text()
+    source = (qp.ROOT / "prober" / "src" / "qwnames.c").read_text()
     prober_names = re.findall(r"\[QW_HOLD_\w+\] = \{ \"(\w+)\"", source)
     documented = qp.quick_holds()
     assert len(documented) == 20 and {
@@ -211,11 +211,11 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
 
 
 def test_quick_bound_names_agree_between_prober_and_docs():
-    # every evidence the prober may name as quick_bound_by (src/qwbound.c) is in the contract
+    # every evidence the prober may name as quick_bound_by (src/qwnames.c) is in the contract
     # (EVENTS.md), which the portal and the bench read, and nothing else is
     from tests.prober import qp
 
-    source = (qp.ROOT / "prober" / "src" / "qwbound.c").read_text()
+    source = (qp.ROOT / "prober" / "src" / "qwnames.c").read_text()
     prober_names = re.findall(r"\[QW_BOUND_\w+\] = \{ \"(\w+)\"", source)
     assert len(prober_names) == 14 and {"reordering", "timeouts", "reorder_overflow"} <= set(prober_names)
     assert sorted(qp.quick_bounds()) == sorted(prober_names)
