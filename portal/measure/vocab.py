@@ -326,4 +326,5 @@ QUICK_HOLDS = {
     "little of the path), and the test's end may wait for one",
     "reorder_overflow": "the path reorders packets and no loss had cut cwnd yet: the first time the "
     "buffer overflows, Linux may cut cwnd again and again",
+    "shared": "other traffic shared the bottleneck's queue: the rate was a share of the link, which may move",
 }

@@ -768,6 +768,7 @@ BOUND_BY = (
     "receiver_window",
     "reordering",
     "reorder_overflow",
+    "shared",
     "capacity",
     "short",
 )

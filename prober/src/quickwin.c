@@ -520,6 +520,10 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
         return QW_HOLD_TIMEOUTS;
     if (qw_reorder_overflow_holds(w))
         return QW_HOLD_REORDER_OVERFLOW;
+    /* the interval's shared term (qw_shared_ceiling): the share may grow to the rate the
+     * queue drained, 1 / 0.6 of the rate or more wherever the queue reads shared */
+    if (qw_queue_shared(w) && qw_queue_share(w) > 0)
+        return QW_HOLD_SHARED;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 

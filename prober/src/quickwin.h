@@ -139,9 +139,11 @@ typedef enum {
     QW_HOLD_TIMEOUTS,       /* the streams share a pipe of fewer than two packets each: some
                                is always in a retransmission timeout, and the run's end may
                                wait for it (qwdue.c, qw_timeouts_share) */
-    QW_HOLD_REORDER_OVERFLOW    /* the kernel has learned that the path reorders and the
+    QW_HOLD_REORDER_OVERFLOW,   /* the kernel has learned that the path reorders and the
                                    window saw no cut it kept: the buffer's first overflow may
                                    cost cut after cut (qwfloor.c, qw_reorder_overflow) */
+    QW_HOLD_SHARED              /* the standing queue was shared with other traffic: the rate
+                                   is a share, which may move (qwshare.c, qw_shared_ceiling) */
 } qw_hold;
 
 /* How the batches were formed. */
@@ -214,8 +216,10 @@ typedef enum {
     QW_BOUND_REORDERING,        /* the kernel undid a cut (reordering): cwnd's growth law */
     QW_BOUND_TIMEOUTS,          /* the streams starve each other into retransmission
                                    timeouts: the run's end may wait out the drain's limit */
-    QW_BOUND_REORDER_OVERFLOW   /* the path reorders and no cut was seen: the first overflow
+    QW_BOUND_REORDER_OVERFLOW,  /* the path reorders and no cut was seen: the first overflow
                                    may cut cwnd again each round (qw_reorder_overflow) */
+    QW_BOUND_SHARED             /* the standing queue was shared: the flow's share may grow
+                                   to the link's rate as the queue drained (qw_shared_ceiling) */
 } qw_bound_by;
 
 /* The answer's 95 % interval: steady-rate sides in bytes/s, the run's figure's in bits/s. */

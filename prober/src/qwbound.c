@@ -31,8 +31,11 @@
  * - receiver's window: it, not cwnd or the path, held the rate for most of the window:
  *   the path was never probed, and the receiver may open its window at any time, up to the
  *   largest its window scale can express (qw_rwnd_ceiling);
+ * - shared (Reno, CUBIC): the RTT rose less with cwnd than the flow's own rate explains,
+ *   so other traffic shared the queue and the rate was a share, which moves: up to the
+ *   link's rate as the queue drained (qwshare.c's qw_shared_ceiling);
  * - capacity: no side is above the largest rate the counted time's quarters ran at (unless
- *   growing, or held by the receiver's window).
+ *   growing, held by the receiver's window, or a share of a shared queue).
  * The widest side names its evidence (quick_bound_by). The terms map a steady rate r to the
  * run's figure as qw_predict does: run = quick + (r - steady) x (its share of the run). */
 #include "qwint.h"
@@ -650,13 +653,14 @@ static void bound_floors(const qw_window *w, const qw_prediction *pr, double cap
 
 /* The upper side's terms, each of which may take the rate past the capacity seen: cwnd
  * still growing towards a capacity not reached yet, BBR's long-term rate, a part of a gain
- * cycle or a rising estimate, the receiver's window, and reordering. carried is BBR's
+ * cycle or a rising estimate, the receiver's window, reordering, and a share of a queue
+ * shown shared. carried is BBR's
  * estimate as an upper end (bbr_bw_carried). Returns the largest such upper side, the cap's
  * lift. */
 static double bound_ceilings(const qw_window *w, const qw_prediction *pr, double carried,
                              qw_bounds *b)
 {
-    double ceiling = growth_ceiling(w, pr), lt = 0, rising, rwnd, reorder;
+    double ceiling = growth_ceiling(w, pr), lt = 0, rising, rwnd, reorder, shared;
     double rounds = qw_bbr_rounds_counted(w);
 
     if (ceiling > b->steady)
@@ -677,7 +681,10 @@ static double bound_ceilings(const qw_window *w, const qw_prediction *pr, double
     reorder = reorder_ceiling(w, pr);
     if (reorder > b->steady)
         widen(b, b->steady, reorder, QW_BOUND_REORDERING);
-    return fmax(fmax(rwnd, fmax(ceiling, rising)), fmax(lt, reorder));
+    shared = qw_shared_ceiling(w, pr);
+    if (shared > b->steady)
+        widen(b, b->steady, shared, QW_BOUND_SHARED);
+    return fmax(fmax(fmax(rwnd, shared), fmax(ceiling, rising)), fmax(lt, reorder));
 }
 
 /* Map the steady bounds to the run's figure, as qw_predict maps the steady rate, then add

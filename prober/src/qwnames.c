@@ -53,6 +53,8 @@ static const struct {
     [QW_HOLD_REORDER_OVERFLOW] = { "reorder_overflow", "the path reorders packets and no cut "
                                                        "was seen yet: the buffer's first "
                                                        "overflow may cut cwnd again and again" },
+    [QW_HOLD_SHARED] = { "shared", "other traffic shared the queue: the rate was a share of "
+                                   "the link, which may move" },
 };
 
 #define NHOLDS (sizeof hold_names / sizeof hold_names[0])
@@ -127,6 +129,11 @@ static const struct {
                                     "after round, and no law says how often, so the lower end "
                                     "is cwnd cut to its floor as the window closed and grown "
                                     "back by the cc's law" },
+    [QW_BOUND_SHARED] = { "shared", "other traffic shared the bottleneck's queue (the round "
+                                    "trip rose less with cwnd than the flow's rate explains): "
+                                    "the rate was a share, which moves for tens of seconds as "
+                                    "flows come and go, so the upper end is the rest of the "
+                                    "run at the rate the queue drained" },
 };
 
 /* "statistics", "levels", ...; NULL for an unknown value. */

@@ -106,3 +106,25 @@ int qw_queue_shared(const qw_window *w)
 
     return !isnan(share) && share < QW_SHARED;
 }
+
+/* Where the standing queue was shown shared (qw_queue_shared), the upper side of the steady
+ * rate over the run pr predicts: the counted part at the rate measured, then the link's rate
+ * as the queue drained (the flow's rate over its share: 1 / the slope of the RTT against
+ * cwnd); 0 where the queue was not shown shared. The flow had a share of the link, and a new
+ * flow's share moves for tens of seconds (loss-based flows converge by their cuts, BBR by
+ * its probes) or jumps when the others stop: a CUBIC flow against CUBIC on 100 Mbit/s x
+ * 40 ms read 41.3 Mbit/s, flat, for 2 s while both grew, and made 43.6 over 20 s, 45-49 a
+ * second from 7 s on. Nothing in a window of seconds says where the share settles, only
+ * what the link drains. With the others growing as well the drain reads below the link's
+ * rate (the RTT rises for their bytes too), at it while they hold steady, and above it only
+ * while they leave; a slope that did not rise (share 0 or less: the others left as fast as
+ * the flow grew) names no rate. */
+double qw_shared_ceiling(const qw_window *w, const qw_prediction *pr)
+{
+    double share = qw_queue_share(w), rate = w->est.rate_bps / 8.0;
+    double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
+
+    if (isnan(share) || share >= QW_SHARED || share <= 0 || rate <= 0 || to_go <= 0)
+        return 0;
+    return (rate * done + rate / share * to_go) / pr->rest_s;
+}

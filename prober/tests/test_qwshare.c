@@ -4,6 +4,7 @@
 #include "qwint.h"
 
 #include <math.h>
+#include <string.h>
 
 #define MSS 1448
 #define BASE_RTT_S 0.040
@@ -130,10 +131,40 @@ static void test_short_periods_and_bbr_read_nothing(void)
     CHECK(!qw_queue_shared(&w));
 }
 
+/* The shared term over a 20 s run: the counted part at the rate measured, then the rest at
+ * the link's rate as the queue drained (the rate over the share: drain_Bps here), which
+ * sets the upper end; alone, the term does not apply and the capacity seen stands. */
+static void test_a_shared_queue_reaches_the_drain(void)
+{
+    qw_prediction pr;
+    qw_bounds b;
+    double rate, done, want;
+
+    play(50e6, 2e6, 3, 1.0e6, 15, 60);
+    pr = qw_predict(&w, 20.0);
+    rate = w.est.rate_bps / 8;
+    done = w.s[w.n - 1].t1 - w.start_t;
+    want = (rate * done + drain_Bps * (pr.rest_s - done)) / pr.rest_s;
+    CHECK(pr.rest_s > done && rate < 0.35 * drain_Bps);
+    CHECK_NEAR(qw_shared_ceiling(&w, &pr) / want, 1.0, 0.003);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_SHARED);
+    CHECK_NEAR(b.hi / want, 1.0, 0.003);
+    CHECK(b.hi_bps > 2.5 * pr.rate_bps);
+    CHECK(strcmp(qw_bound_name(b.by), "shared") == 0);
+    play(12.5e6, 0, 3, 1.0e6, 15, 60);
+    pr = qw_predict(&w, 20.0);
+    CHECK(qw_shared_ceiling(&w, &pr) == 0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by != QW_BOUND_SHARED);
+    CHECK(b.hi < 1.05 * drain_Bps);
+}
+
 int main(void)
 {
     test_alone_reads_its_own_queue();
     test_others_in_the_queue_read_a_share();
     test_short_periods_and_bbr_read_nothing();
+    test_a_shared_queue_reaches_the_drain();
     return check_done();
 }

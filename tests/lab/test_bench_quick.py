@@ -446,7 +446,8 @@ def test_bench_report_rebuilt_from_kept_runs(tmp_path):
         "| cubic | 2.0 / 2.0 | 100.0 of 3 | 66.7 of 3 | 1.0 / 1.0 | 1.0 / 1.9 | 100.0 / 100.0 "
         "| 0.8 / 1.0 (0.84) | half-width met, coverage met, error met, spread met |"
     ) in report
-    assert "| cubic | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 6 |" in report  # bound by: not reported
+    # bound by: not reported
+    assert "| cubic | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 6 |" in report
     with open(out / "report-quick.csv") as fh:
         lines = list(csv.DictReader(fh))
     assert len(lines) == 12 and {x["kind"] for x in lines} == {"validate", "quick"}
@@ -493,9 +494,9 @@ def test_bench_report_counts_every_run_of_the_new_prober(tmp_path):
     ) in report
     assert (
         "| cc | statistics | levels | sawtooth | random_loss | growing | lt_bw | bbr_cycle | bw_rising | stalled "
-        "| receiver_window | reordering | reorder_overflow | capacity | short |\n" in report
+        "| receiver_window | reordering | reorder_overflow | shared | capacity | short |\n" in report
     )
-    assert "| cubic | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in report
+    assert "| cubic | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in report
     # the per-row table: answered, median time to answer, by deadline, median half-width, paired covered
     assert (
         f"| {row.id} | 1.00 | 0 | normal 2 ms |  | 100.0 | 100.0 | 4/6 | 5.0 | 3/6 | 7.5 | 2/3 | inf | 4.0 |" in report

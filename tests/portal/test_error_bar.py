@@ -194,7 +194,7 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
     source = (qp.ROOT / "prober" / "src" / "qwnames.c").read_text()
     prober_names = re.findall(r"\[QW_HOLD_\w+\] = \{ \"(\w+)\"", source)
     documented = qp.quick_holds()
-    assert len(documented) == 20 and {
+    assert len(documented) == 21 and {
         "loss_free",
         "bw_rising",
         "random_loss",
@@ -203,6 +203,7 @@ def test_quick_hold_names_agree_between_prober_docs_and_portal():
         "receiver_window",
         "timeouts",
         "reorder_overflow",
+        "shared",
     } <= set(documented)
     assert sorted(documented) == sorted(QUICK_HOLDS)
     # the prober also names not_started, which never reaches the result: the window did not
@@ -217,5 +218,22 @@ def test_quick_bound_names_agree_between_prober_and_docs():
 
     source = (qp.ROOT / "prober" / "src" / "qwnames.c").read_text()
     prober_names = re.findall(r"\[QW_BOUND_\w+\] = \{ \"(\w+)\"", source)
-    assert len(prober_names) == 14 and {"reordering", "timeouts", "reorder_overflow"} <= set(prober_names)
+    assert len(prober_names) == 15 and {"reordering", "timeouts", "reorder_overflow", "shared"} <= set(prober_names)
     assert sorted(qp.quick_bounds()) == sorted(prober_names)
+
+
+def test_quick_bound_codes_and_words_fit_the_portal_columns():
+    # the portal stores quick_bound_by and quick_bound_text cut to their columns' lengths
+    # (results.result_fields): every code and sentence the prober can send fits whole
+    from portal.measure.vocab import RESULT_FIELDS
+    from tests.prober import qp
+
+    source = (qp.ROOT / "prober" / "src" / "qwnames.c").read_text()
+    table = source[source.index("bound_names[]") :]
+    entries = re.findall(r'\[QW_BOUND_\w+\] = \{\s*"(\w+)",((?:\s*"[^"]*")+)', table)
+    column = {f.name: f.max_length for f in RESULT_FIELDS}
+    assert len(entries) == 15
+    for code, words in entries:
+        text = "".join(re.findall(r'"([^"]*)"', words))
+        assert len(code) <= column["quick_bound_by"], code
+        assert 40 <= len(text) <= column["quick_bound_text"], (code, len(text))
