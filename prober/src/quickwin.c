@@ -459,6 +459,37 @@ static int try_start(qw_window *w, const qw_sample *s)
     return 1;
 }
 
+/* The interval's terms that hold a window whose rate looks stationary at sample s: each
+ * that would take a side of the interval further from the estimate than the tolerance
+ * (the receiver's window, the sawtooth, random loss, growth, timeouts, a reordering path's
+ * first overflow, a shared queue); QW_HOLD_NONE when none does. */
+static qw_hold evidence_holds(const qw_window *w, const qw_sample *s)
+{
+    qw_hold saw;
+
+    /* the receiver's window, not the path, set the rate, and no wait tells whether or when
+     * the receiver opens it (qw_rwnd_ceiling) */
+    if (qw_rwnd_ceiling(w) * 8 > (1 + w->p.tolerance) * w->est.rate_bps)
+        return QW_HOLD_RWND;
+    saw = qw_sawtooth_known(w, s);
+    if (saw != QW_HOLD_NONE)
+        return saw;
+    saw = qw_loss_floor_hold(w);
+    if (saw != QW_HOLD_NONE)
+        return saw;
+    if (qw_growing(w))
+        return QW_HOLD_GROWING;
+    if (qw_timeouts_share(w) > w->p.tolerance)
+        return QW_HOLD_TIMEOUTS;
+    if (qw_reorder_overflow_holds(w))
+        return QW_HOLD_REORDER_OVERFLOW;
+    /* the interval's shared term (qw_shared_ceiling): the share may grow to the rate the
+     * queue drained, 1 / 0.6 of the rate or more wherever the queue reads shared */
+    if (qw_queue_shared(w) && qw_queue_share(w) > 0)
+        return QW_HOLD_SHARED;
+    return QW_HOLD_NONE;
+}
+
 /* What keeps the window from stopping at sample s with the estimate just computed (full:
  * it had enough batches; QW_HOLD_NONE: it may stop). A change of level at a full link
  * holds it for good, so that comes first: it is the reason a window that gave up gives. */
@@ -504,26 +535,9 @@ static qw_hold converged(const qw_window *w, const qw_sample *s, int full, doubl
     /* a rate pinned to the long-term bandwidth returns to the max filter's when the mode ends */
     if (w->lt_bw && (double)w->bw_max_bps - e->rate_bps > w->p.tolerance * e->rate_bps)
         return QW_HOLD_LT_BW;
-    /* the receiver's window, not the path, set the rate, and no wait tells whether or when
-     * the receiver opens it (qw_rwnd_ceiling) */
-    if (qw_rwnd_ceiling(w) * 8 > (1 + w->p.tolerance) * e->rate_bps)
-        return QW_HOLD_RWND;
-    saw = qw_sawtooth_known(w, s);
+    saw = evidence_holds(w, s);
     if (saw != QW_HOLD_NONE)
         return saw;
-    saw = qw_loss_floor_hold(w);
-    if (saw != QW_HOLD_NONE)
-        return saw;
-    if (qw_growing(w))
-        return QW_HOLD_GROWING;
-    if (qw_timeouts_share(w) > w->p.tolerance)
-        return QW_HOLD_TIMEOUTS;
-    if (qw_reorder_overflow_holds(w))
-        return QW_HOLD_REORDER_OVERFLOW;
-    /* the interval's shared term (qw_shared_ceiling): the share may grow to the rate the
-     * queue drained, 1 / 0.6 of the rate or more wherever the queue reads shared */
-    if (qw_queue_shared(w) && qw_queue_share(w) > 0)
-        return QW_HOLD_SHARED;
     return s->bbr_mode == QW_BBR_PROBE_RTT ? QW_HOLD_PROBE_RTT : QW_HOLD_NONE;
 }
 

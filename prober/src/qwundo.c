@@ -192,6 +192,31 @@ int qw_follows_recovery(const qw_window *w, const qw_sample *s)
            (w->recovery_end_t >= 0 && s->t_s - w->recovery_end_t <= 2e-6 * s->rtt_us);
 }
 
+/* Count the congestion event that sample s began at a queue of q BDP (random: it may be
+ * random loss; follow: it followed another recovery): its time and cwnd, the lowest queue a
+ * loss came at, a cut from the top of a buffer, and the peak of the cycle it ends. */
+static void count_event(qw_window *w, const qw_sample *s, double q, int random, int follow)
+{
+    w->events++;
+    w->event_t = s->t_s;
+    w->cwnd_low_bytes = s->cwnd_bytes;
+    if (w->events == 1 || q < w->loss_queue)
+        w->loss_queue = q;
+    if (random)
+        w->random_events++;
+    if (follow)
+        w->follow_events++;
+    if (!random)
+        see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
+    /* the first event can come at the window's first sample: the cycle it ends began before
+     * the window, and its peak is unknown (0), not a peak of 0 */
+    if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
+        w->peak[w->npeaks] = w->run_peak;
+        w->peak_slice[w->npeaks++] = w->n;
+    }
+    w->run_peak = 0;
+}
+
 /* Count a congestion event at its first sample: entering recovery, or retransmissions
  * that came and went between two samples. A loss-based cc's retransmission outside any
  * recovery with no new ssthresh is neither a loss it answered nor one at all, most likely:
@@ -221,26 +246,8 @@ void qw_count_events(qw_window *w, const qw_sample *s)
         w->random_stream_events += s->stream_events;
     if (follow)
         w->follow_stream_events += s->stream_events;
-    if (began) {
-        w->events++;
-        w->event_t = s->t_s;
-        w->cwnd_low_bytes = s->cwnd_bytes;
-        if (w->events == 1 || q < w->loss_queue)
-            w->loss_queue = q;
-        if (random)
-            w->random_events++;
-        if (follow)
-            w->follow_events++;
-        if (!random)
-            see_top_cut(w, w->run_peak > 0 ? w->run_peak : w->exit_cwnd_bytes);
-        /* the first event can come at the window's first sample: the cycle it ends began
-         * before the window, and its peak is unknown (0), not a peak of 0 */
-        if (w->npeaks < QW_MAX_PEAKS && w->run_peak > 0) {
-            w->peak[w->npeaks] = w->run_peak;
-            w->peak_slice[w->npeaks++] = w->n;
-        }
-        w->run_peak = 0;
-    }
+    if (began)
+        count_event(w, s, q, random, follow);
     if (s->cwnd_bytes > w->run_peak)
         w->run_peak = s->cwnd_bytes;
     if (s->cwnd_bytes < w->cwnd_low_bytes)
