@@ -5,6 +5,17 @@
 
 #include <stddef.h>
 
+/* A code's JSON name and what it means in words. */
+typedef struct {
+    const char *name, *text;
+} code_words;
+
+/* The entry for code i of a table of n, or NULL for a code outside it. */
+static const code_words *words_of(const code_words *table, size_t n, long i)
+{
+    return i >= 0 && (size_t)i < n ? &table[i] : NULL;
+}
+
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b)
 {
@@ -18,9 +29,7 @@ const char *qw_basis_name(qw_basis b)
 }
 
 /* Each hold's name (JSON) and what it means (the human report). */
-static const struct {
-    const char *name, *text;
-} hold_names[] = {
+static const code_words hold_names[] = {
     [QW_HOLD_NOT_STARTED] = { "not_started", "a loss recovery, DRAIN or PROBE_RTT never ended" },
     [QW_HOLD_FEW_BATCHES] = { "few_batches", "too few cycles for an interval" },
     [QW_HOLD_SHORT] = { "short", "the rate kept changing level: too little was left after the "
@@ -57,24 +66,27 @@ static const struct {
                                    "the link, which may move" },
 };
 
-#define NHOLDS (sizeof hold_names / sizeof hold_names[0])
+/* hold h's entry; NULL for QW_HOLD_NONE and an unknown value. */
+static const code_words *hold_words(qw_hold h)
+{
+    return h == QW_HOLD_NONE ? NULL
+                             : words_of(hold_names, sizeof hold_names / sizeof hold_names[0], h);
+}
 
 /* "not_started", "few_batches", "short", "interval", ...; NULL for QW_HOLD_NONE. */
 const char *qw_hold_name(qw_hold h)
 {
-    return h > QW_HOLD_NONE && (size_t)h < NHOLDS ? hold_names[h].name : NULL;
+    return hold_words(h) ? hold_words(h)->name : NULL;
 }
 
 /* What the hold means, in words; NULL for QW_HOLD_NONE. */
 const char *qw_hold_text(qw_hold h)
 {
-    return h > QW_HOLD_NONE && (size_t)h < NHOLDS ? hold_names[h].text : NULL;
+    return hold_words(h) ? hold_words(h)->text : NULL;
 }
 
 /* Each evidence's name (JSON) and what it means (the human report and the portal). */
-static const struct {
-    const char *name, *text;
-} bound_names[] = {
+static const code_words bound_names[] = {
     [QW_BOUND_STATISTICS] = { "statistics", "the rate's scatter over the measured cycles" },
     [QW_BOUND_SHORT] = { "short", "too little was measured for an interval: the interval spans "
                                   "the rates of the measured time's quarters" },
@@ -136,14 +148,20 @@ static const struct {
                                     "run at the rate the queue drained" },
 };
 
+/* evidence by's entry; NULL for an unknown value. */
+static const code_words *bound_words(qw_bound_by by)
+{
+    return words_of(bound_names, sizeof bound_names / sizeof bound_names[0], by);
+}
+
 /* "statistics", "levels", ...; NULL for an unknown value. */
 const char *qw_bound_name(qw_bound_by by)
 {
-    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].name : NULL;
+    return bound_words(by) ? bound_words(by)->name : NULL;
 }
 
 /* What the evidence means, in words; NULL for an unknown value. */
 const char *qw_bound_text(qw_bound_by by)
 {
-    return (size_t)by < sizeof bound_names / sizeof bound_names[0] ? bound_names[by].text : NULL;
+    return bound_words(by) ? bound_words(by)->text : NULL;
 }
