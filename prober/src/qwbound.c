@@ -143,11 +143,17 @@ static double poisson_lower95(uint32_t k)
     return k < sizeof l / sizeof l[0] ? l[k] : fmax(0, k - 1.645 * sqrt((double)k));
 }
 
+/* Seconds from measuring's start to the latest slice's end; 0 before any slice. */
+double qw_counted_s(const qw_window *w)
+{
+    return w->n ? w->s[w->n - 1].t1 - w->start_t : 0;
+}
+
 /* The share of the time since measuring began (to the latest slice's end) by which a
  * per-stream cumulative time in microseconds grew from us0 to us; 0 before any time passed. */
 static double time_share(const qw_window *w, uint64_t us0, uint64_t us)
 {
-    double span_s = (w->n ? w->s[w->n - 1].t1 : w->start_t) - w->start_t;
+    double span_s = qw_counted_s(w);
 
     return span_s > 0 ? (double)(us - us0) / (span_s * 1e6) : 0;
 }
@@ -396,7 +402,7 @@ static double loss_descent(const qw_window *w, const qw_prediction *pr, double f
 {
     double base_rtt = qw_no_queue_rtt_s(w);
     double mss = qw_mss(w->mss_bytes), rate = w->est.rate_bps / 8.0;
-    double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
+    double done = qw_counted_s(w), to_go = pr->rest_s - done;
     double win = (double)w->slice_cwnd0, sum = 0, dt, wstar, cut;
     double p = qw_random_loss_rate(w);
     int streams = qw_streams(w), steps = 256;

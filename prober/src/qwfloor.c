@@ -266,7 +266,7 @@ int qw_reorder_overflow(const qw_window *w)
 double qw_reorder_overflow_floor(const qw_window *w, const qw_prediction *pr)
 {
     double rtt = qw_no_queue_rtt_s(w), mss = qw_mss(w->mss_bytes), rate = w->est.rate_bps / 8.0;
-    double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
+    double done = qw_counted_s(w), to_go = pr->rest_s - done;
     double friendly = w->p.beta > 0.6 ? 3.0 * (1.0 - w->p.beta) / (1.0 + w->p.beta) : 1.0;
     double sum = 0, dt;
     int streams = qw_streams(w), steps = 256;

@@ -139,6 +139,8 @@ double qw_min_rtt_s(const qw_window *w);
 double qw_no_queue_rtt_s(const qw_window *w);
 /* 1 if the streams were mostly receiver- or send-buffer-limited since measuring began. */
 int qw_mostly_limited(const qw_window *w);
+/* Seconds from measuring's start to the latest slice's end; 0 before any slice. */
+double qw_counted_s(const qw_window *w);
 
 /* qwfloor.c */
 /* Where cwnd peaks, in BDPs of bdp_bytes: the mean of the cuts' peaks, else 1 + the deepest

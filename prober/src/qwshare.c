@@ -122,7 +122,7 @@ int qw_queue_shared(const qw_window *w)
 double qw_shared_ceiling(const qw_window *w, const qw_prediction *pr)
 {
     double share = qw_queue_share(w), rate = w->est.rate_bps / 8.0;
-    double done = w->n ? w->s[w->n - 1].t1 - w->start_t : 0, to_go = pr->rest_s - done;
+    double done = qw_counted_s(w), to_go = pr->rest_s - done;
 
     if (isnan(share) || share >= QW_SHARED || share <= 0 || rate <= 0 || to_go <= 0)
         return 0;
