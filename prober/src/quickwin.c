@@ -485,7 +485,7 @@ static qw_hold evidence_holds(const qw_window *w, const qw_sample *s)
         return QW_HOLD_REORDER_OVERFLOW;
     /* the interval's shared term (qw_shared_ceiling): the share may grow to the rate the
      * queue drained, 1 / 0.6 of the rate or more wherever the queue reads shared */
-    if (qw_queue_shared(w) && qw_queue_share(w) > 0)
+    if (qw_drained_share(w) > 0)
         return QW_HOLD_SHARED;
     return QW_HOLD_NONE;
 }

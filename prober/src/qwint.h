@@ -89,6 +89,8 @@ int qw_streams(const qw_window *w);
 void qw_track_share(qw_window *w, const qw_sample *s);
 /* 1 if the queue was shown shared: the capacity seen is the flow's share, not the link's. */
 int qw_queue_shared(const qw_window *w);
+/* The share of a queue shown shared whose drain names a rate; 0 otherwise. */
+double qw_drained_share(const qw_window *w);
 /* The shared term's upper side (steady bytes/s over the run pr predicts); 0 if it does not
  * apply. */
 double qw_shared_ceiling(const qw_window *w, const qw_prediction *pr);

@@ -107,6 +107,15 @@ int qw_queue_shared(const qw_window *w)
     return !isnan(share) && share < QW_SHARED;
 }
 
+/* The flow's share of a queue shown shared (qw_queue_shared) whose slope rose, so that its
+ * drain names a rate (qw_shared_ceiling); 0 otherwise. */
+double qw_drained_share(const qw_window *w)
+{
+    double share = qw_queue_share(w);
+
+    return share > 0 && share < QW_SHARED ? share : 0; /* NAN (no reading) compares false */
+}
+
 /* Where the standing queue was shown shared (qw_queue_shared), the upper side of the steady
  * rate over the run pr predicts: the counted part at the rate measured, then the link's rate
  * as the queue drained (the flow's rate over its share: 1 / the slope of the RTT against
@@ -121,10 +130,10 @@ int qw_queue_shared(const qw_window *w)
  * the flow grew) names no rate. */
 double qw_shared_ceiling(const qw_window *w, const qw_prediction *pr)
 {
-    double share = qw_queue_share(w), rate = w->est.rate_bps / 8.0;
+    double share = qw_drained_share(w), rate = w->est.rate_bps / 8.0;
     double done = qw_counted_s(w), to_go = pr->rest_s - done;
 
-    if (isnan(share) || share >= QW_SHARED || share <= 0 || rate <= 0 || to_go <= 0)
+    if (share == 0 || rate <= 0 || to_go <= 0)
         return 0;
     return (rate * done + rate / share * to_go) / pr->rest_s;
 }
