@@ -15,12 +15,13 @@
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
     replay_corpus.py compete --out test-artifacts/compete
+    replay_corpus.py compete --seed 741 --paths 6 --aqm codel --out test-artifacts/compete-codel
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
 and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
-20 s figure); `compete` records them on a few fixed paths against a competing long-lived TCP
-flow of another iperf3 client. `summarise` replays every recorded validate run through the current
+20 s figure); `compete` records them on a few fixed paths (or, with --seed, paths it draws) against a
+competing long-lived TCP flow of another iperf3 client. `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
 sets the estimator's settings, see qwreplay's usage; -S ends slow-start where this build's
@@ -228,11 +229,40 @@ COMPETE_PORT = 5302
 COMPETE_HEAD_S = 6.0
 
 
+def draw_compete(rng: random.Random) -> tuple[float, float, float, int, str, str]:
+    """One random competing-flow path, as COMPETE_PATHS spells them: 1500-byte frames (the
+    internet's, and the delay line's packet rate caps them at 150 Mbit/s), the prober's and
+    the competitor's congestion control drawn alike from Linux's three, CUBIC and BBR twice
+    as often (the default and the one deployed at scale). No random loss, jitter or cross
+    traffic: the other flow is the disturbance this draw is for."""
+    rate = rng.choice([20, 50, 100, 150])
+    rtt = rng.choice([8, 15, 30, 60, 90, 130])
+    queue = rng.choice([0.5, 1.0, 1.5, 2.5])
+    ccs = ["reno", "cubic", "bbr", "cubic", "bbr"]
+    return rate, rtt, queue, 1500, rng.choice(ccs), rng.choice(ccs)
+
+
+def compete_paths(seed: int | None, paths: int) -> list[tuple[float, float, float, int, str, str]]:
+    """The paths compete records: COMPETE_PATHS, or with a seed, paths drawn by draw_compete."""
+    if seed is None:
+        return list(COMPETE_PATHS)
+    rng = random.Random(seed)
+    return [draw_compete(rng) for _ in range(paths)]
+
+
+def compete_row(rate, rtt, queue, mtu, cc, aqm: str = "none") -> bq.Row:
+    """The prober's row on a compete path; under an AQM the buffer is 4 BDP, as draw_row's."""
+    path = bq._custom(rate, rtt, 4.0 if aqm != "none" else queue, mtu=mtu)
+    if aqm != "none":
+        path = dataclasses.replace(path, aqm=aqm, name=f"{path.name}-{aqm}")
+    return bq.Row(path, cc, 1)
+
+
 def compete(a) -> int:
     _ready_to_record(a)
-    for rate, rtt, queue, mtu, cc, other in COMPETE_PATHS:
-        row = bq.Row(bq._custom(rate, rtt, queue, mtu=mtu), cc, 1)
-        rid = f"{row.id}-vs-{other}"
+    for rate, rtt, queue, mtu, cc, other in compete_paths(a.seed, a.paths):
+        row = compete_row(rate, rtt, queue, mtu, cc, a.aqm)
+        rid = f"{row.id}-vs-{other}" if a.seed is None else f"c{a.seed}-{row.id}-vs-{other}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
             lab.popen(["iperf3", "-s", "-p", str(COMPETE_PORT)], where="far", **quiet)
@@ -506,6 +536,11 @@ def main(argv=None) -> int:
     )
     m = sub.add_parser("compete", help="record validate runs against a competing long-lived TCP flow")
     m.add_argument("--runs", type=int, default=2)
+    m.add_argument("--seed", type=int, help="draw --paths random paths with this seed instead of the fixed five")
+    m.add_argument("--paths", type=int, default=6, help="how many paths a seeded draw records")
+    m.add_argument(
+        "--aqm", choices=["none", "codel", "pie"], default="none", help="AQM at the bottleneck (a 4-BDP buffer)"
+    )
     m.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "compete")
     m.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
