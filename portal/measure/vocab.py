@@ -319,7 +319,8 @@ QUICK_HOLDS = {
     "probe_rtt": "BBR was in PROBE_RTT",
     "bw_rising": "BBR's bandwidth estimate was still rising",
     "random_loss": "random loss, seen or not yet ruled out, could lower the long-run rate",
-    "growing": "cwnd was still growing with no standing queue: the link was not full yet",
+    "growing": "cwnd was still growing with no standing queue of its own: the link, or its share of it, "
+    "was not full yet",
     "lt_bw": "BBR held its long-term bandwidth (its policer mode), below its estimate from before",
     "receiver_window": "the server's receive window, not the path, held the rate, and the server may open it",
     "timeouts": "some stream was in a retransmission timeout most of the time (the streams share too "

@@ -49,8 +49,8 @@ static const code_words hold_names[] = {
     [QW_HOLD_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising" },
     [QW_HOLD_RANDOM_LOSS] = { "random_loss", "random loss, seen or not yet ruled out, could "
                                              "lower the long-run rate" },
-    [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link "
-                                     "was not full yet" },
+    [QW_HOLD_GROWING] = { "growing", "cwnd was still growing with no standing queue of its "
+                                     "own: the link, or its share of it, was not full yet" },
     [QW_HOLD_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (its policer mode), below "
                                  "its estimate from before" },
     [QW_HOLD_RWND] = { "receiver_window", "the receiver's window, not the path, held the rate, "
@@ -102,9 +102,11 @@ static const code_words bound_names[] = {
     [QW_BOUND_LT_BW] = { "lt_bw", "BBR held its long-term bandwidth (the policer mode it enters "
                                   "after steady losses) for part of the window: the rest of the "
                                   "run may return to its bandwidth estimate from before" },
-    [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue: the link's "
-                                      "capacity was not reached, and the upper end is where "
-                                      "TCP's window growth could take the rate by the run's end" },
+    [QW_BOUND_GROWING] = { "growing", "cwnd was still growing with no standing queue of its "
+                                      "own: the link's capacity (or, in a queue shared with "
+                                      "other traffic, the flow's share) was not reached, and the "
+                                      "upper end is where TCP's window growth could take the "
+                                      "rate by the run's end" },
     [QW_BOUND_BW_RISING] = { "bw_rising", "BBR's bandwidth estimate was still rising when the "
                                           "window closed (its share of the link still growing?): "
                                           "the upper end is where that rise, kept up for as long "

@@ -160,11 +160,59 @@ static void test_a_shared_queue_reaches_the_drain(void)
     CHECK(b.hi < 1.05 * drain_Bps);
 }
 
+/* cwnd climbing with no loss from from_bytes to to_bytes over n samples (20 ms apart) on a
+ * link that drains drain bytes/s with other traffic keeping other bytes beside the flow, fed
+ * to a CUBIC window opened at slow-start's exit at 0 with a 4 s deadline. */
+static void play_climb(double drain, double other, double from_bytes, double to_bytes, int n)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
+
+    drain_Bps = drain;
+    other_bytes = other;
+    ns = 0;
+    for (int k = 0; k < n; k++) {
+        double cwnd = from_bytes + (to_bytes - from_bytes) * k / (n - 1);
+
+        add(cwnd, rtt_with(cwnd), 0, 0);
+    }
+    qw_open(&w, &p, 0.0, (uint64_t)from_bytes, 0);
+    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+}
+
+/* A climb with no loss in a queue other traffic shares: the flow's rate is its share, cwnd
+ * over all in flight, and grows with cwnd, so the growing term applies though a queue stands
+ * (qw_growing) and its upper side, cwnd's growth over the rest of the run, sets the upper end
+ * above the rate the queue drained. Alone, the same climb stands a queue of its own: the link
+ * is full, and the term does not apply. */
+static void test_a_climb_in_a_shared_queue_is_growing(void)
+{
+    qw_prediction pr;
+    qw_bounds b;
+
+    play_climb(50e6, 2e6, 0.6e6, 1.2e6, 200);
+    CHECK(qw_queue_shared(&w));
+    CHECK(w.s[w.n - 1].q_lo_min >= QW_BUSY_QUEUE);
+    CHECK(qw_growing(&w));
+    pr = qw_predict(&w, 20.0);
+    b = qw_bound(&w, &pr);
+    CHECK(b.by == QW_BOUND_GROWING);
+    CHECK(b.hi > 1.2 * qw_shared_ceiling(&w, &pr));
+    CHECK(strcmp(qw_bound_name(b.by), "growing") == 0);
+    play_climb(12.5e6, 0, 0.6e6, 1.2e6, 200);
+    CHECK(!qw_queue_shared(&w));
+    CHECK(w.s[w.n - 1].q_lo_min >= QW_BUSY_QUEUE);
+    CHECK(!qw_growing(&w));
+}
+
 int main(void)
 {
     test_alone_reads_its_own_queue();
     test_others_in_the_queue_read_a_share();
     test_short_periods_and_bbr_read_nothing();
     test_a_shared_queue_reaches_the_drain();
+    test_a_climb_in_a_shared_queue_is_growing();
     return check_done();
 }
