@@ -64,22 +64,29 @@ static void cycles(int n, double top_bytes, int drain_samples, int grow_samples)
     }
 }
 
+/* Feed the samples built to a CUBIC window opened at 0 (slow-start's exit at exit_cwnd
+ * bytes) with a 4 s deadline, and close it. */
+static void feed_samples(double exit_cwnd)
+{
+    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
+                    .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
+
+    qw_open(&w, &p, 0.0, (uint64_t)exit_cwnd, 0);
+    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
+        ;
+    qw_stop(&w);
+}
+
 /* n sawtooth cycles (cycles()) on a link that drains drain bytes/s with other traffic
  * keeping other bytes in its queue, fed to a CUBIC window opened at 0 with a 4 s deadline. */
 static void play(double drain, double other, int n, double top_bytes, int drain_samples,
                  int grow_samples)
 {
-    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
-                    .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
-
     drain_Bps = drain;
     other_bytes = other;
     ns = 0;
     cycles(n, top_bytes, drain_samples, grow_samples);
-    qw_open(&w, &p, 0.0, (uint64_t)(0.7e6), 0);
-    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
-        ;
-    qw_stop(&w);
+    feed_samples(0.7e6);
 }
 
 /* Alone at 100 Mbit/s x 40 ms: the RTT rises 1 / R a byte of cwnd, so the share reads the
@@ -162,12 +169,9 @@ static void test_a_shared_queue_reaches_the_drain(void)
 
 /* cwnd climbing with no loss from from_bytes to to_bytes over n samples (20 ms apart) on a
  * link that drains drain bytes/s with other traffic keeping other bytes beside the flow, fed
- * to a CUBIC window opened at slow-start's exit at 0 with a 4 s deadline. */
+ * to a CUBIC window (feed_samples). */
 static void play_climb(double drain, double other, double from_bytes, double to_bytes, int n)
 {
-    qw_params p = { .tolerance = 0.03, .min_s = 1.0, .max_s = 4.0, .sample_s = 0.02,
-                    .base_rtt_s = BASE_RTT_S, .beta = 0.7, .streams = 1 };
-
     drain_Bps = drain;
     other_bytes = other;
     ns = 0;
@@ -176,10 +180,7 @@ static void play_climb(double drain, double other, double from_bytes, double to_
 
         add(cwnd, rtt_with(cwnd), 0, 0);
     }
-    qw_open(&w, &p, 0.0, (uint64_t)from_bytes, 0);
-    for (int i = 0; i < ns && qw_feed(&w, &s[i]) == QW_OPEN; i++)
-        ;
-    qw_stop(&w);
+    feed_samples(from_bytes);
 }
 
 /* A climb with no loss in a queue other traffic shares: the flow's rate is its share, cwnd
