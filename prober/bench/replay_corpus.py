@@ -14,6 +14,8 @@
     replay_corpus.py summarise prober/bench/runs --replay-args "-M 3000 -T 5"
     replay_corpus.py summarise prober/bench/full/runs --replay-args=-S
     replay_corpus.py calibrate --fit prober/bench/full/runs --check prober/bench/runs
+    replay_corpus.py compare --before /tmp/qwreplay.before -v prober/bench/runs prober/bench/full/runs
+    replay_corpus.py compare --before prober/build/qwreplay --before-args "-M 3000" prober/bench/runs
     replay_corpus.py compete --out test-artifacts/compete
     replay_corpus.py compete --seed 741 --paths 6 --aqm codel --out test-artifacts/compete-codel
 
@@ -34,13 +36,21 @@ half-width and which evidence bounded the intervals. `calibrate` scores every ru
 takes per evidence class the split-conformal 95 % quantile of the scores on the --fit runs
 (widening that class's intervals by it, if above 1, covers a new run of the class at 95 %
 under whatever stopping rule the runs were answered by) and shows the coverage, before and
-after that scale, on the --check runs: paths it was not fitted on.
+after that scale, on the --check runs: paths it was not fitted on. `compare` judges an
+estimator change: it replays the runs through a qwreplay built before the change (--before,
+copied aside before rebuilding) and through this build, and prints each run whose answer,
+interval, coverage, convergence, evidence, hold or close moved, then how many moved and the
+coverage before and after; with -v, also how many runs replay byte-identically with qwreplay
+-v (every planned check), the test a change must pass to keep the bench's figures
+(MANIFEST.json's replays_identically). With --before this build and --before-args, it
+compares two settings (a deadline of 3 s against the default, say).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import gzip
 import random
@@ -279,9 +289,10 @@ def compete(a) -> int:
     return 0
 
 
-def replay(dirs, args=()) -> list[dict]:
-    """Every validate run in dirs (*.validate*.jsonl, or .jsonl.gz as bench-quick keeps them)
-    replayed through qwreplay with args: one dict per run, qwreplay's columns."""
+@contextlib.contextmanager
+def validate_files(dirs):
+    """The validate runs in dirs (*.validate*.jsonl, and .jsonl.gz as bench-quick keeps them,
+    unpacked to a temporary directory that lasts the with block), sorted."""
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for d in dirs:
@@ -292,9 +303,65 @@ def replay(dirs, args=()) -> list[dict]:
                 files.append(str(f))
         if not files:
             raise SystemExit("replay_corpus: no *.validate*.jsonl[.gz] in " + ", ".join(map(str, dirs)))
-        out = subprocess.run([str(REPLAY), *args, *sorted(files)], capture_output=True, text=True, check=True).stdout
+        yield sorted(files)
+
+
+def replay(dirs, args=(), binary=None) -> list[dict]:
+    """Every validate run in dirs (validate_files) replayed through qwreplay (binary, else this
+    build's) with args: one dict per run, qwreplay's columns."""
+    with validate_files(dirs) as files:
+        argv = [str(binary or REPLAY), *args, *files]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     return [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+
+
+# What a change to the estimator may move in a run (qwreplay's columns), in the order compare
+# reports them.
+COMPARED = ("pred_mbps", "lo_mbps", "hi_mbps", "covered", "converged", "bound_by", "hold", "close_t")
+
+
+def verbose_identical(dirs, before: Path, before_args, after_args) -> tuple[int, int]:
+    """How many validate runs in dirs replay with -v (every planned check, stdout and stderr)
+    byte-identically through before and this build; and how many runs there are."""
+    same = 0
+    with validate_files(dirs) as files:
+        for f in files:
+            a, b = (
+                subprocess.run([str(x), "-v", *args, f], capture_output=True, text=True, check=True)
+                for x, args in ((before, before_args), (REPLAY, after_args))
+            )
+            same += (a.stdout, a.stderr) == (b.stdout, b.stderr)
+        return same, len(files)
+
+
+def compare(a) -> int:
+    """Replay the runs in a.dirs through a.before (a qwreplay built before an estimator change,
+    with --before-args) and this build (with --replay-args): each run that moved, then how
+    many moved, the coverage before and after, and how many replay byte-identically with -v."""
+    before_args, after_args = shlex.split(a.before_args), shlex.split(a.replay_args)
+    # a run is named by its file, and two directories may hold the same name (the default and
+    # large matrices' rows): key by both
+    old = {(str(d), r["run"]): r for d in a.dirs for r in replay([d], before_args, a.before)}
+    new = {(str(d), r["run"]): r for d in a.dirs for r in replay([d], after_args)}
+    moved, gained, lost = [], [], []
+    for key in sorted(old):
+        x, y = old[key], new[key]
+        changes = [f"{k} {x[k]} -> {y[k]}" for k in COMPARED if x[k] != y[k]]
+        if changes:
+            moved.append(key)
+            print(f"{key[0]}/{key[1]}: figure {float(x['truth_mbps']):.3f}; " + ", ".join(changes))
+        if x["covered"] != y["covered"]:
+            (gained if y["covered"] == "1" else lost).append(key)
+    covered = [sum(r["covered"] == "1" for r in runs.values()) for runs in (old, new)]
+    print(
+        f"runs {len(old)}: {len(moved)} moved; covered {covered[0]} -> {covered[1]} "
+        f"(gained {len(gained)}, lost {len(lost)})"
+    )
+    if a.verbose:
+        same, n = verbose_identical(a.dirs, a.before, before_args, after_args)
+        print(f"-v output byte-identical on {same} of {n}")
+    return 0
 
 
 def summarise(a) -> int:
@@ -546,6 +613,18 @@ def main(argv=None) -> int:
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
     s.add_argument("dirs", nargs="+", type=Path)
     s.add_argument("--replay-args", default="", help='qwreplay\'s options, e.g. "-M 3000 -T 5"')
+    v = sub.add_parser(
+        "compare",
+        help="replay recorded validate runs through a qwreplay built before a change and through "
+        "this build: what moved, and the coverage before and after",
+    )
+    v.add_argument("dirs", nargs="+", type=Path)
+    v.add_argument("--before", type=Path, required=True, help="the qwreplay built before the change")
+    v.add_argument("--before-args", default="", help="qwreplay's options for the build before")
+    v.add_argument("--replay-args", default="", help="qwreplay's options for this build")
+    v.add_argument(
+        "-v", "--verbose", action="store_true", help="also count the runs whose -v replays are byte-identical"
+    )
     k = sub.add_parser(
         "calibrate",
         help="per evidence class, the conformal quantile of miss scores on --fit runs, and the "
@@ -557,7 +636,8 @@ def main(argv=None) -> int:
     k.add_argument("--split-cc", action="store_true", help="a class per evidence and congestion control")
     k.add_argument("--replay-args", default="", help="qwreplay's options")
     a = ap.parse_args(argv)
-    return {"collect": collect, "compete": compete, "summarise": summarise, "calibrate": calibrate}[a.cmd](a)
+    commands = {"collect": collect, "compete": compete, "summarise": summarise, "compare": compare}
+    return {**commands, "calibrate": calibrate}[a.cmd](a)
 
 
 if __name__ == "__main__":

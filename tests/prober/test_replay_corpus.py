@@ -1,0 +1,84 @@
+"""replay_corpus.py: compete's paths (the fixed five, or a seeded draw that a later session can
+record again exactly: the held-out competing-flow corpora in report-corpus.md name their
+seeds), and compare, which judges an estimator change by replaying runs before and after."""
+
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "prober" / "bench"))
+import replay_corpus  # noqa: E402
+
+
+def test_compete_paths_without_seed_are_the_fixed_five():
+    assert replay_corpus.compete_paths(None, 6) == replay_corpus.COMPETE_PATHS
+    assert len(replay_corpus.COMPETE_PATHS) == 5
+
+
+def test_compete_paths_with_seed_repeat_exactly():
+    assert replay_corpus.compete_paths(741, 3) == [
+        (50, 90, 0.5, 1500, "cubic", "cubic"),
+        (100, 8, 0.5, 1500, "cubic", "bbr"),
+        (100, 130, 0.5, 1500, "cubic", "cubic"),
+    ]
+    assert replay_corpus.compete_paths(741, 6)[:3] == replay_corpus.compete_paths(741, 3)
+
+
+def test_compete_draw_stays_where_the_delay_line_carries_1500_byte_frames():
+    rng = random.Random(1)
+    for _ in range(500):
+        rate, rtt, queue, mtu, cc, other = replay_corpus.draw_compete(rng)
+        assert mtu == 1500
+        assert rate in (20, 50, 100, 150)
+        assert rtt in (8, 15, 30, 60, 90, 130)
+        assert queue in (0.5, 1.0, 1.5, 2.5)
+        assert cc in ("reno", "cubic", "bbr") and other in ("reno", "cubic", "bbr")
+
+
+def test_compete_row_under_aqm_has_a_4_bdp_buffer():
+    row = replay_corpus.compete_row(50, 90, 1.0, 1500, "cubic", "codel")
+    assert (row.id, row.path.queue_bytes, row.path.aqm, row.streams) == (
+        "r50-90ms-q4-m1500-codel-cubic-P1",
+        2250000,
+        "codel",
+        1,
+    )
+
+
+def test_compete_row_without_aqm_keeps_the_drawn_buffer():
+    row = replay_corpus.compete_row(50, 90, 1.0, 1500, "cubic")
+    assert (row.id, row.path.queue_bytes, row.path.aqm) == ("r50-90ms-q1-m1500-cubic-P1", 562500, "none")
+
+
+RECORDED = ROOT / "prober" / "tests" / "recorded"
+
+
+def test_compare_a_build_with_itself_moves_nothing(capsys):
+    covered = sum(r["covered"] == "1" for r in replay_corpus.replay([RECORDED]))
+    replay_corpus.main(["compare", "--before", str(replay_corpus.REPLAY), "-v", str(RECORDED)])
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"runs 21: 0 moved; covered {covered} -> {covered} (gained 0, lost 0)",
+        "-v output byte-identical on 21 of 21",
+    ]
+
+
+def test_compare_two_deadlines_names_the_runs_that_moved(capsys):
+    # a 3 s deadline against the default 4 s: the runs that answered at their deadline close
+    # sooner; compare names exactly the runs whose columns differ, and its totals are the two
+    # replays' own
+    early = {r["run"]: r for r in replay_corpus.replay([RECORDED], ["-M", "3000"])}
+    now = {r["run"]: r for r in replay_corpus.replay([RECORDED])}
+    moved = sorted(run for run in now if any(early[run][k] != now[run][k] for k in replay_corpus.COMPARED))
+    argv = ["compare", "--before", str(replay_corpus.REPLAY), "--before-args", "-M 3000", str(RECORDED)]
+    replay_corpus.main(argv)
+    out = capsys.readouterr().out.splitlines()
+    lines = dict(line.split(": ", 1) for line in out[:-1])
+    assert len(moved) >= 10
+    assert sorted(lines) == [f"{RECORDED}/{run}" for run in moved]
+    for run in moved:
+        closed = f"close_t {early[run]['close_t']} -> {now[run]['close_t']}"
+        assert (closed in lines[f"{RECORDED}/{run}"]) == (early[run]["close_t"] != now[run]["close_t"])
+    cov = [sum(r["covered"] == "1" for r in runs.values()) for runs in (early, now)]
+    assert out[-1].startswith(f"runs 21: {len(moved)} moved; covered {cov[0]} -> {cov[1]} ")
