@@ -73,7 +73,7 @@ double qw_bbr_trend_ceiling(const qw_window *w, const qw_prediction *pr)
         mid++;
     from = (double)w->s[mid].bw_bps / 8.0;
     to = (double)w->s[w->n - 1].bw_bps / 8.0;
-    done = t_end - w->start_t;
+    done = qw_counted_s(w);
     to_go = pr->rest_s - done;
     if (from <= 0 || to <= (1.0 + QW_STATIONARY) * from || t_end <= w->s[mid].t1 || to_go <= 0 ||
         (double)w->s[0].bw_bps / 8.0 > (1.0 + QW_STATIONARY) * rate)

@@ -317,7 +317,7 @@ static double grown_rate(const qw_window *w, const qw_prediction *pr, double los
 {
     double min_rtt = qw_min_rtt_s(w);
     double rate = w->est.rate_bps / 8.0, t_end = w->s[w->n ? w->n - 1 : 0].t1;
-    double done = t_end - w->start_t, to_go = pr->rest_s - done, sum = 0, cap;
+    double done = qw_counted_s(w), to_go = pr->rest_s - done, sum = 0, cap;
     double since = growth_since(w, t_end);
     int steps = 64;
 
@@ -495,7 +495,7 @@ static double rest_expected(const qw_window *w, const qw_prediction *pr)
 {
     double base_rtt = qw_no_queue_rtt_s(w), mss = qw_mss(w->mss_bytes);
     double rate = w->est.rate_bps / 8.0, packets = qw_packets_measured(w);
-    double t_end = w->n ? w->s[w->n - 1].t1 : 0, done = t_end - w->start_t;
+    double t_end = w->n ? w->s[w->n - 1].t1 : 0, done = qw_counted_s(w);
     double to_go = pr->rest_s - done, top = rate, cap, since = growth_since(w, t_end);
     uint32_t k = qw_floor_loss_events(w);
     int streams = qw_streams(w), steps = 256, growing = climbing_back(w);
