@@ -18,12 +18,16 @@
     replay_corpus.py compare --before prober/build/qwreplay --before-args "-M 3000" prober/bench/runs
     replay_corpus.py compete --out test-artifacts/compete
     replay_corpus.py compete --seed 741 --paths 6 --aqm codel --out test-artifacts/compete-codel
+    replay_corpus.py compete --seed 753 --paths 6 --cc bbr --other cubic --out test-artifacts/compete-bbr
+    replay_corpus.py compete --seed 757 --paths 6 --policer --out test-artifacts/compete-police
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
 and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
 20 s figure); `compete` records them on a few fixed paths (or, with --seed, paths it draws) against a
-competing long-lived TCP flow of another iperf3 client. `summarise` replays every recorded validate run through the current
+competing long-lived TCP flow of another iperf3 client (--cc / --other force either flow's
+congestion control on the drawn paths; --aqm, --policer and --bottleneck build the path as
+`collect`'s do). `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
 sets the estimator's settings, see qwreplay's usage; -S ends slow-start where this build's
@@ -252,26 +256,43 @@ def draw_compete(rng: random.Random) -> tuple[float, float, float, int, str, str
     return rate, rtt, queue, 1500, rng.choice(ccs), rng.choice(ccs)
 
 
-def compete_paths(seed: int | None, paths: int) -> list[tuple[float, float, float, int, str, str]]:
-    """The paths compete records: COMPETE_PATHS, or with a seed, paths drawn by draw_compete."""
+def compete_paths(
+    seed: int | None, paths: int, cc: str | None = None, other: str | None = None
+) -> list[tuple[float, float, float, int, str, str]]:
+    """The paths compete records: COMPETE_PATHS, or with a seed, paths drawn by draw_compete.
+    cc / other force the prober's / the competitor's congestion control on every path; the
+    draw is made as without them, so the paths are the seed's own."""
     if seed is None:
-        return list(COMPETE_PATHS)
-    rng = random.Random(seed)
-    return [draw_compete(rng) for _ in range(paths)]
+        drawn = list(COMPETE_PATHS)
+    else:
+        rng = random.Random(seed)
+        drawn = [draw_compete(rng) for _ in range(paths)]
+    return [(r, t, q, m, cc or c, other or o) for r, t, q, m, c, o in drawn]
 
 
-def compete_row(rate, rtt, queue, mtu, cc, aqm: str = "none") -> bq.Row:
-    """The prober's row on a compete path; under an AQM the buffer is 4 BDP, as draw_row's."""
+def compete_row(
+    rate, rtt, queue, mtu, cc, aqm: str = "none", bottleneck: str = "delayline", policer: bool = False
+) -> bq.Row:
+    """The prober's row on a compete path, built as draw_row builds its paths: under an AQM
+    the buffer is 4 BDP; a kernel bottleneck (tbf, htb) keeps the drawn buffer; a policer is
+    the kernel's tbf with a POLICER_BURST_MS bucket and a queue of two packets."""
     path = bq._custom(rate, rtt, 4.0 if aqm != "none" else queue, mtu=mtu)
     if aqm != "none":
         path = dataclasses.replace(path, aqm=aqm, name=f"{path.name}-{aqm}")
+    if policer:
+        bottleneck = "tbf"
+    if bottleneck != "delayline":
+        path = dataclasses.replace(path, bottleneck=bottleneck, name=f"{path.name}-k{bottleneck}")
+    if policer:
+        name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
+        path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
     return bq.Row(path, cc, 1)
 
 
 def compete(a) -> int:
     _ready_to_record(a)
-    for rate, rtt, queue, mtu, cc, other in compete_paths(a.seed, a.paths):
-        row = compete_row(rate, rtt, queue, mtu, cc, a.aqm)
+    for rate, rtt, queue, mtu, cc, other in compete_paths(a.seed, a.paths, a.cc, a.other):
+        row = compete_row(rate, rtt, queue, mtu, cc, a.aqm, a.bottleneck, a.policer)
         rid = f"{row.id}-vs-{other}" if a.seed is None else f"c{a.seed}-{row.id}-vs-{other}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -608,6 +629,19 @@ def main(argv=None) -> int:
     m.add_argument(
         "--aqm", choices=["none", "codel", "pie"], default="none", help="AQM at the bottleneck (a 4-BDP buffer)"
     )
+    m.add_argument(
+        "--bottleneck",
+        choices=labctl.BOTTLENECKS,
+        default="delayline",
+        help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
+    )
+    m.add_argument(
+        "--policer",
+        action="store_true",
+        help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
+    )
+    m.add_argument("--cc", choices=bq.CCS, help="the prober's congestion control on every path")
+    m.add_argument("--other", choices=bq.CCS, help="the competing flow's congestion control on every path")
     m.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "compete")
     m.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")
@@ -636,6 +670,10 @@ def main(argv=None) -> int:
     k.add_argument("--split-cc", action="store_true", help="a class per evidence and congestion control")
     k.add_argument("--replay-args", default="", help="qwreplay's options")
     a = ap.parse_args(argv)
+    if a.cmd == "compete" and a.aqm != "none" and (a.policer or a.bottleneck != "delayline"):
+        ap.error(
+            f"compete: --aqm {a.aqm} runs at the delay line's bottleneck only (not with --policer or --bottleneck)"
+        )
     commands = {"collect": collect, "compete": compete, "summarise": summarise, "compare": compare}
     return {**commands, "calibrate": calibrate}[a.cmd](a)
 

@@ -6,6 +6,8 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "prober" / "bench"))
 import replay_corpus  # noqa: E402
@@ -23,6 +25,17 @@ def test_compete_paths_with_seed_repeat_exactly():
         (100, 130, 0.5, 1500, "cubic", "cubic"),
     ]
     assert replay_corpus.compete_paths(741, 6)[:3] == replay_corpus.compete_paths(741, 3)
+
+
+def test_compete_paths_with_cc_forced_keep_the_seeds_paths():
+    assert replay_corpus.compete_paths(741, 3, cc="bbr", other="cubic") == [
+        (50, 90, 0.5, 1500, "bbr", "cubic"),
+        (100, 8, 0.5, 1500, "bbr", "cubic"),
+        (100, 130, 0.5, 1500, "bbr", "cubic"),
+    ]
+    assert [p[4:] for p in replay_corpus.compete_paths(None, 6, other="reno")] == [
+        (cc, "reno") for *_, cc, _ in replay_corpus.COMPETE_PATHS
+    ]
 
 
 def test_compete_draw_stays_where_the_delay_line_carries_1500_byte_frames():
@@ -44,6 +57,29 @@ def test_compete_row_under_aqm_has_a_4_bdp_buffer():
         "codel",
         1,
     )
+
+
+def test_compete_row_through_a_policer_has_a_bucket_and_two_packets_of_queue():
+    row = replay_corpus.compete_row(50, 90, 1.0, 1500, "bbr", policer=True)
+    p = row.path
+    assert (row.id, p.bottleneck, p.queue_bytes, p.burst_ms) == (
+        "r50-90ms-m1500-ktbf-police10ms-bbr-P1",
+        "tbf",
+        3000,
+        10.0,
+    )
+
+
+def test_compete_row_through_htb_keeps_the_drawn_buffer():
+    row = replay_corpus.compete_row(50, 90, 1.0, 1500, "cubic", bottleneck="htb")
+    assert (row.id, row.path.bottleneck, row.path.queue_bytes) == ("r50-90ms-q1-m1500-khtb-cubic-P1", "htb", 562500)
+
+
+def test_compete_with_aqm_through_a_kernel_bottleneck_is_refused(capsys):
+    with pytest.raises(SystemExit) as e:
+        replay_corpus.main(["compete", "--aqm", "codel", "--policer"])
+    assert e.value.code == 2
+    assert "--aqm codel runs at the delay line's bottleneck only" in capsys.readouterr().err
 
 
 def test_compete_row_without_aqm_keeps_the_drawn_buffer():
