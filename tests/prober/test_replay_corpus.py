@@ -70,6 +70,18 @@ def test_compete_row_through_a_policer_has_a_bucket_and_two_packets_of_queue():
     )
 
 
+def test_compete_draws_through_a_policer_and_htb_are_the_recorded_ones():
+    # the held-out draws of report-corpus.md, "Competing flows held out at 01b3f47"
+    police = [replay_corpus.compete_row(*p[:5], policer=True) for p in replay_corpus.compete_paths(757, 2)]
+    htb = [replay_corpus.compete_row(*p[:5], bottleneck="htb") for p in replay_corpus.compete_paths(759, 2)]
+    assert [r.id for r in police + htb] == [
+        "r150-90ms-m1500-ktbf-police10ms-cubic-P1",
+        "r150-30ms-m1500-ktbf-police10ms-cubic-P1",
+        "r20-90ms-q0.5-m1500-khtb-bbr-P1",
+        "r150-8ms-q2.5-m1500-khtb-bbr-P1",
+    ]
+
+
 def test_compete_row_through_htb_keeps_the_drawn_buffer():
     row = replay_corpus.compete_row(50, 90, 1.0, 1500, "cubic", bottleneck="htb")
     assert (row.id, row.path.bottleneck, row.path.queue_bytes) == ("r50-90ms-q1-m1500-khtb-cubic-P1", "htb", 562500)
