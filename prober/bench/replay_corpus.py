@@ -150,8 +150,7 @@ def draw_row(
     if jitter_order != "fifo":
         path = dataclasses.replace(path, jitter_order=jitter_order, name=f"{path.name}-{jitter_order}")
     if policer:
-        name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
-        path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
+        path = _policed(path)
     if slot_ms:
         lo, hi = slot_ms
         path = dataclasses.replace(path, slot_min_ms=lo, slot_max_ms=hi, name=f"{path.name}-slot{lo:g}-{hi:g}")
@@ -173,6 +172,29 @@ def draw_row(
 # A policer's bucket: Juniper's guidance is 5 ms at the rate, Cisco's default Bc 31 ms
 # (CIR / 32); 10 ms sits between.
 POLICER_BURST_MS = 10.0
+
+
+def _policed(path: labctl.PathSpec) -> labctl.PathSpec:
+    """path (on the kernel's tbf) as a policer: a POLICER_BURST_MS bucket at the rate and a
+    queue of two packets, so that what exceeds the bucket is dropped and nothing waits."""
+    name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
+    return dataclasses.replace(path, queue_bytes=2 * path.mtu, burst_ms=POLICER_BURST_MS, name=name)
+
+
+def _path_kind_args(parser: argparse.ArgumentParser) -> None:
+    """The bottleneck options collect and compete share: a kernel bottleneck, or a policer."""
+    parser.add_argument(
+        "--bottleneck",
+        choices=labctl.BOTTLENECKS,
+        default="delayline",
+        help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
+    )
+    parser.add_argument(
+        "--policer",
+        action="store_true",
+        help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
+    )
+
 
 # An access link's upstream buffer, in time at its rate: cable modems and DSL lines hold
 # 100 ms or more (bufferbloat's measurements saw 100 ms to seconds); 100 ms is the low end.
@@ -284,8 +306,7 @@ def compete_row(
     if bottleneck != "delayline":
         path = dataclasses.replace(path, bottleneck=bottleneck, name=f"{path.name}-k{bottleneck}")
     if policer:
-        name = re.sub(r"-q[0-9.]+", "", path.name) + f"-police{POLICER_BURST_MS:g}ms"
-        path = dataclasses.replace(path, queue_bytes=2 * mtu, burst_ms=POLICER_BURST_MS, name=name)
+        path = _policed(path)
     return bq.Row(path, cc, 1)
 
 
@@ -564,12 +585,7 @@ def main(argv=None) -> int:
     c.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "corpus")
     c.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     c.add_argument("--mtu", type=int, default=9000, help="the lab's MTU (default 9000; 1500: standard Ethernet)")
-    c.add_argument(
-        "--bottleneck",
-        choices=labctl.BOTTLENECKS,
-        default="delayline",
-        help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
-    )
+    _path_kind_args(c)
     c.add_argument(
         "--aqm",
         choices=labctl.AQMS,
@@ -581,11 +597,6 @@ def main(argv=None) -> int:
         type=int,
         default=0,
         help="the site's tcp_rmem[2] in bytes (default: the lab's 32 MB; 6291456: a stock Linux server)",
-    )
-    c.add_argument(
-        "--policer",
-        action="store_true",
-        help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
     )
     c.add_argument(
         "--jitter-order",
@@ -629,17 +640,7 @@ def main(argv=None) -> int:
     m.add_argument(
         "--aqm", choices=["none", "codel", "pie"], default="none", help="AQM at the bottleneck (a 4-BDP buffer)"
     )
-    m.add_argument(
-        "--bottleneck",
-        choices=labctl.BOTTLENECKS,
-        default="delayline",
-        help="the data direction's bottleneck: the delay line's (default) or the kernel's tbf / htb",
-    )
-    m.add_argument(
-        "--policer",
-        action="store_true",
-        help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
-    )
+    _path_kind_args(m)
     m.add_argument("--cc", choices=bq.CCS, help="the prober's congestion control on every path")
     m.add_argument("--other", choices=bq.CCS, help="the competing flow's congestion control on every path")
     m.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "compete")
