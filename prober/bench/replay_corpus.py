@@ -637,9 +637,7 @@ def main(argv=None) -> int:
     m.add_argument("--runs", type=int, default=2)
     m.add_argument("--seed", type=int, help="draw --paths random paths with this seed instead of the fixed five")
     m.add_argument("--paths", type=int, default=6, help="how many paths a seeded draw records")
-    m.add_argument(
-        "--aqm", choices=["none", "codel", "pie"], default="none", help="AQM at the bottleneck (a 4-BDP buffer)"
-    )
+    m.add_argument("--aqm", choices=labctl.AQMS, default="none", help="AQM at the bottleneck (a 4-BDP buffer)")
     _path_kind_args(m)
     m.add_argument("--cc", choices=bq.CCS, help="the prober's congestion control on every path")
     m.add_argument("--other", choices=bq.CCS, help="the competing flow's congestion control on every path")
