@@ -250,15 +250,17 @@ typedef struct {
     double t0, t1;
     uint64_t x0, x_lo, x_hi;
     double y0_s;
-    double sx, sy, sxx, sxy;
+    double sx, sy, sxx, sxy, syy;
 } qw_share_period;
 
 /* The fit of the smoothed RTT against cwnd over the window's growth periods (qwshare.c):
- * each period's own sums about its means, pooled, so the periods' levels drop out. */
+ * each period's own sums about its means, pooled, so the periods' levels drop out; points
+ * counts the samples, rounds the smoothed RTTs they span (the samples' independent part). */
 typedef struct {
     qw_share_period open;
-    uint32_t periods;
-    double sxx, sxy;
+    uint32_t periods, points;
+    double rounds;
+    double sxx, sxy, syy;
 } qw_share;
 
 #define QW_SHARED 0.6           /* a flow alone at a full link reads a share of the queue's

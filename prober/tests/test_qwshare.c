@@ -19,6 +19,18 @@ static qw_window w;
  * the queue both build. */
 static double drain_Bps, other_bytes;
 
+/* Delay jitter (s) each sample's smoothed RTT carries on top of the queue: up to this much,
+ * drawn by a fixed LCG so that every run of the tests reads the same. */
+static double jitter_s;
+static uint32_t lcg;
+
+/* The next jitter: uniform in [0, jitter_s). */
+static double next_jitter(void)
+{
+    lcg = lcg * 1664525u + 1013904223u;
+    return jitter_s * (lcg >> 8) / 16777216.0;
+}
+
 /* The smoothed RTT (s) with cwnd_bytes of the flow's in flight: the base RTT and the queue. */
 static double rtt_with(double cwnd_bytes)
 {
@@ -36,7 +48,7 @@ static void add(double cwnd_bytes, double rtt_s, int recovery, uint32_t retrans)
     if (ns >= MAX_SAMPLES)
         return;
     s[ns] = (qw_sample){ .t_s = prev ? prev->t_s + 0.02 : 0.02, .cwnd_bytes = (uint64_t)cwnd_bytes,
-                         .rtt_us = (uint32_t)(rtt_s * 1e6 + 0.5),
+                         .rtt_us = (uint32_t)((rtt_s + next_jitter()) * 1e6 + 0.5),
                          .min_rtt_us = (uint32_t)(BASE_RTT_S * 1e6), .mss_bytes = MSS,
                          .in_recovery = recovery, .retrans = retrans, .ssthresh_set = recovery };
     s[ns].delivered_bytes = (prev ? prev->delivered_bytes : 0) +
@@ -85,6 +97,7 @@ static void play(double drain, double other, int n, double top_bytes, int drain_
     drain_Bps = drain;
     other_bytes = other;
     ns = 0;
+    lcg = 1;
     cycles(n, top_bytes, drain_samples, grow_samples);
     feed_samples(0.7e6);
 }
@@ -167,6 +180,34 @@ static void test_a_shared_queue_reaches_the_drain(void)
     CHECK(b.hi < 1.05 * drain_Bps);
 }
 
+/* Jitter of up to 30 ms on the smoothed RTT of the shared queue above (its cwnd's growth
+ * raises the RTT 6 ms a period): the fit's slope stays above 0 and reads a share under
+ * QW_SHARED, but within the RTT's scatter, so it names no rate: no shared term, and no hold
+ * for it. With 1 ms of jitter the same queue's slope rose, and names the drain as before. */
+static void test_a_slope_within_the_jitter_names_no_rate(void)
+{
+    qw_prediction pr;
+    double share;
+
+    jitter_s = 0.030;
+    play(50e6, 2e6, 3, 1.0e6, 15, 60);
+    share = qw_queue_share(&w);
+    CHECK(share > 0 && share < QW_SHARED);
+    CHECK(qw_queue_shared(&w));
+    CHECK(qw_drained_share(&w) == 0);
+    pr = qw_predict(&w, 20.0);
+    CHECK(qw_shared_ceiling(&w, &pr) == 0);
+    CHECK(qw_bound(&w, &pr).by != QW_BOUND_SHARED);
+    jitter_s = 0.001;
+    play(50e6, 2e6, 3, 1.0e6, 15, 60);
+    share = qw_queue_share(&w);
+    CHECK(share > 0.25 && share < 0.35);
+    CHECK_NEAR(qw_drained_share(&w), share, 1e-12);
+    pr = qw_predict(&w, 20.0);
+    CHECK(qw_shared_ceiling(&w, &pr) > 2.5 * w.est.rate_bps / 8);
+    jitter_s = 0;
+}
+
 /* cwnd climbing with no loss from from_bytes to to_bytes over n samples (20 ms apart) on a
  * link that drains drain bytes/s with other traffic keeping other bytes beside the flow, fed
  * to a CUBIC window (feed_samples). */
@@ -214,6 +255,7 @@ int main(void)
     test_others_in_the_queue_read_a_share();
     test_short_periods_and_bbr_read_nothing();
     test_a_shared_queue_reaches_the_drain();
+    test_a_slope_within_the_jitter_names_no_rate();
     test_a_climb_in_a_shared_queue_is_growing();
     return check_done();
 }
