@@ -200,13 +200,19 @@ int qw_cycles_floor(const qw_window *w, double cap)
  * cwnd at slow-start's 8.9 MB; a burst of losses at 15 s cut cwnd to 2.3 MB, and the 20 s
  * figure came out 10 % under the window's); the descent (loss_descent) starts from the cwnd
  * it has, so the cuts its headroom over the window absorbs cost nothing. A window that holds
- * three whole cycles has measured the loss process's mean, not its rarer clusters: its floor
- * is the rate measured times the spread's share, unless the cycles' cuts kept the link full
- * (cuts_kept_link_full: then they hold only the link's rate) or their peaks fall
- * (qw_peaks_level: cwnd still on its way down from slow-start's level to where the losses
- * hold it; an off-bench path, CUBIC on 100 Mbit/s x 60 ms with 0.03 % loss, two streams:
- * peaks of 876, 741 and 622 kB, and the window's last three cycles read 64 Mbit/s as a
- * floor against a 20 s figure of 41). */
+ * three whole cycles has measured the rate under the losses it saw, not their rarer
+ * clusters: its floor is the rate measured times the spread's share, unless the cycles'
+ * cuts kept the link full (cuts_kept_link_full: then they hold only the link's rate) or
+ * their peaks fall (qw_peaks_level: cwnd still on its way down from slow-start's level to
+ * where the losses hold it; an off-bench path, CUBIC on 100 Mbit/s x 60 ms with 0.03 %
+ * loss, two streams: peaks of 876, 741 and 622 kB, and the window's last three cycles read
+ * 64 Mbit/s as a floor against a 20 s figure of 41). Where random losses were among its
+ * cuts, nor is it above the mean-field's floor when the loss rate they leave open has TCP's
+ * window peak below the cycles' peaks: a few cycles' gaps between random losses are a few
+ * draws of the loss process, and a run's later gaps may be shorter (Reno, two streams on
+ * 20 Mbit/s x 30 ms with 0.2 % loss: four cycles at level peaks near the buffer's top read
+ * 19.3 Mbit/s, a floor of 18.7 and a converged answer, and clusters of losses later held
+ * the 20 s figure to 17.1). */
 double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
 {
     double base_rtt = qw_no_queue_rtt_s(w), rate = w->est.rate_bps / 8.0;
@@ -224,11 +230,12 @@ double qw_loss_floor(const qw_window *w, double cap, qw_bound_by *by)
     spread = spread_ratio(w, p, cap, base_rtt, top, share);
     if (spread < 1.0)
         *by = QW_BOUND_RANDOM_LOSS;
-    if (qw_cycles_floor(w, cap))
-        return spread * rate;
     if (top_p < top)
         *by = QW_BOUND_RANDOM_LOSS;
     floor_rate = spread * share * cap;
+    if (qw_cycles_floor(w, cap))
+        return top_p < top && qw_random_loss_events(w) > 0 ? fmin(spread * rate, floor_rate)
+                                                            : spread * rate;
     return floor_rate < rate ? floor_rate : rate;
 }
 

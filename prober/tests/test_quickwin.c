@@ -428,11 +428,14 @@ static void push_scattered_peaks(double trend)
 }
 
 /* Peaks that scatter over 0.7-1.0 of the largest without falling (random loss on a
- * settled sawtooth, the link full): once five cycles have ended, their trend is flat and
- * the window converges on the link's rate. The same scatter falling 8 % a cycle (0.66 of
- * the first peak's line by the fifth) is still a transient: it gives up. A cycle that
- * began before the window (its cut at the window's first sample) has no known peak: it is
- * not counted as a peak of 0, which no later peak is level with. */
+ * sawtooth, the link full): once five cycles have ended, their trend is flat, and the
+ * sawtooth holds the window no longer. Ten random cuts in 6 s (one in 4,300 packets) leave
+ * open a loss rate at which TCP's window peaks near 100 packets, not 420-600: the cycles
+ * are cwnd above where those losses hold it, so the random-loss floor holds the window to
+ * its deadline. The same scatter falling 8 % a cycle (0.66 of the first peak's line by the
+ * fifth) is a transient the sawtooth holds. A cycle that began before the window (its cut
+ * at the window's first sample) has no known peak: it is not counted as a peak of 0, which
+ * no later peak is level with. */
 static void test_scattered_peaks_are_level(void)
 {
     qw_params p = defaults(0);
@@ -440,7 +443,8 @@ static void test_scattered_peaks_are_level(void)
     push_scattered_peaks(1.0);
     qw_open(&w, &p, 0.0, 600 * MSS, 0);
     feed_from(0);
-    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_RANDOM_LOSS);
     CHECK(qw_result(&w)->basis == QW_BASIS_LOSS_CYCLES);
     CHECK_NEAR(qw_result(&w)->rate_bps, 100e6, 100e6 * 1e-3);
     CHECK(w.npeaks >= 5);
@@ -457,7 +461,8 @@ static void test_scattered_peaks_are_level(void)
     CHECK(w.npeaks > 0);
     for (int i = 0; i < w.npeaks; i++)
         CHECK(w.peak[i] > 0);
-    CHECK(w.state == QW_CONVERGED);
+    CHECK(w.state == QW_GAVE_UP);
+    CHECK(qw_hold_of(&w) == QW_HOLD_RANDOM_LOSS);
 }
 
 /* A full link (queue 0.6 BDP, CUBIC) and no loss at 20 Mbit/s, 1448-byte MSS (1,727
