@@ -182,7 +182,8 @@ def _policed(path: labctl.PathSpec) -> labctl.PathSpec:
 
 
 def _path_kind_args(parser: argparse.ArgumentParser) -> None:
-    """The bottleneck options collect and compete share: a kernel bottleneck, or a policer."""
+    """The bottleneck options collect and compete share: a kernel bottleneck, a policer, or an
+    AQM at the delay line's."""
     parser.add_argument(
         "--bottleneck",
         choices=labctl.BOTTLENECKS,
@@ -193,6 +194,12 @@ def _path_kind_args(parser: argparse.ArgumentParser) -> None:
         "--policer",
         action="store_true",
         help=f"the kernel's tbf as a policer: a {POLICER_BURST_MS:g} ms bucket, a queue of two packets",
+    )
+    parser.add_argument(
+        "--aqm",
+        choices=labctl.AQMS,
+        default="none",
+        help="active queue management at the delay line's bottleneck (codel or pie: a 4-BDP buffer)",
     )
 
 
@@ -587,12 +594,6 @@ def main(argv=None) -> int:
     c.add_argument("--mtu", type=int, default=9000, help="the lab's MTU (default 9000; 1500: standard Ethernet)")
     _path_kind_args(c)
     c.add_argument(
-        "--aqm",
-        choices=labctl.AQMS,
-        default="none",
-        help="active queue management at the delay line's bottleneck (codel or pie: a 4-BDP buffer)",
-    )
-    c.add_argument(
         "--server-rmem",
         type=int,
         default=0,
@@ -637,7 +638,6 @@ def main(argv=None) -> int:
     m.add_argument("--runs", type=int, default=2)
     m.add_argument("--seed", type=int, help="draw --paths random paths with this seed instead of the fixed five")
     m.add_argument("--paths", type=int, default=6, help="how many paths a seeded draw records")
-    m.add_argument("--aqm", choices=labctl.AQMS, default="none", help="AQM at the bottleneck (a 4-BDP buffer)")
     _path_kind_args(m)
     m.add_argument("--cc", choices=bq.CCS, help="the prober's congestion control on every path")
     m.add_argument("--other", choices=bq.CCS, help="the competing flow's congestion control on every path")
