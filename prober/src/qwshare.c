@@ -98,17 +98,23 @@ static qw_share pooled(const qw_window *w)
     return sh;
 }
 
+/* The flow's rate times the slope of the pooled fit sh; NAN when no period qualified. */
+static double share_of(const qw_window *w, const qw_share *sh)
+{
+    if (w->p.bbr || w->p.beta <= 0 || w->est.rate_bps <= 0)
+        return NAN;
+    if (sh->periods == 0 || sh->sxx <= 0)
+        return NAN;
+    return w->est.rate_bps / 8.0 * sh->sxy / sh->sxx;
+}
+
 /* The flow's share of the queue's drain (quickwin.h): its rate times the slope of the
  * smoothed RTT against cwnd over the growth periods; NAN when no period qualified. */
 double qw_queue_share(const qw_window *w)
 {
     qw_share sh = pooled(w);
 
-    if (w->p.bbr || w->p.beta <= 0 || w->est.rate_bps <= 0)
-        return NAN;
-    if (sh.periods == 0 || sh.sxx <= 0)
-        return NAN;
-    return w->est.rate_bps / 8.0 * sh.sxy / sh.sxx;
+    return share_of(w, &sh);
 }
 
 /* 1 if the pooled fit's slope is above 0 at one-sided 95 %: the smoothed RTT rose with cwnd
@@ -145,13 +151,11 @@ int qw_queue_shared(const qw_window *w)
  * 3 ms jitter read shares of 0.06 and 0.09, and upper ends of 742 and 533 Mbit/s). */
 double qw_drained_share(const qw_window *w)
 {
-    double share = qw_queue_share(w);
-    qw_share sh;
+    qw_share sh = pooled(w);
+    double share = share_of(w, &sh);
 
-    if (!(share > 0 && share < QW_SHARED)) /* NAN (no reading) compares false */
-        return 0;
-    sh = pooled(w);
-    return slope_rose(&sh) ? share : 0;
+    /* NAN (no reading) compares false */
+    return share > 0 && share < QW_SHARED && slope_rose(&sh) ? share : 0;
 }
 
 /* Where the standing queue was shown shared (qw_queue_shared), the upper side of the steady
