@@ -35,7 +35,9 @@ detector does on the samples, to judge a detector change) and prints, per path, 
 error (c = converged, d = answered at the deadline, f = fell back; * = the interval missed
 the run's own 20 s figure), when the window closed, its half-width and what held it open,
 then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median
-half-width and which evidence bounded the intervals. `calibrate` scores every run's miss
+half-width and which evidence bounded the intervals, and last one line over every run (the
+figures a table of held-out draws gives: coverage, converged windows and how many missed,
+the half-widths' median and p90, when the windows closed and how many after their due time). `calibrate` scores every run's miss
 (how far its own 20 s figure fell outside, in units of the interval's side: covered at <= 1),
 takes per evidence class the split-conformal 95 % quantile of the scores on the --fit runs
 (widening that class's intervals by it, if above 1, covers a new run of the class at 95 %
@@ -454,7 +456,27 @@ def summarise(a) -> int:
                 f"{statistics.median(drains) if drains else float('nan'):.2f} s; past the due time "
                 f"{len(late)} of {len(closed)}" + (": " + ", ".join(r["run"] for r in late) if late else "")
             )
+    print(draw_totals(runs))
     return 0
+
+
+def draw_totals(runs: list[dict]) -> str:
+    """One line over every run of a draw, the figures a note's table of held-out draws gives:
+    coverage, converged windows and how many of them missed, the half-widths' median and p90,
+    and when the windows closed (seconds from the run's start) with how many closed after
+    their due time."""
+    conv = [r for r in runs if r["converged"] == "1"]
+    covered = sum(r["covered"] == "1" for r in runs)
+    width = [float(r["ci_pct"]) for r in runs if r["answered"] == "1"]
+    closed = [float(r["close_t"]) for r in runs if float(r["close_t"]) >= 0]
+    late = sum(float(r["close_t"]) > float(r["due_t"]) + 1e-9 for r in runs if float(r["close_t"]) >= 0)
+    widths = f"{statistics.median(width):.1f} / {bq.percentile(width, 90):.1f} %" if width else "-"
+    closes = f"{min(closed):.2f}-{max(closed):.2f} s" if closed else "-"
+    return (
+        f"all   runs {len(runs):3d}  covered {covered}/{len(runs)}  converged {len(conv)} "
+        f"(missed {sum(r['covered'] != '1' for r in conv)})  half-width median / p90 {widths}  "
+        f"windows closed {closes}, after their due time {late}"
+    )
 
 
 def drain_past_due(r: dict) -> bool:

@@ -403,6 +403,40 @@ def test_recorded_summary_names_the_runs_whose_drain_passes_its_due_time(capsys)
     assert out.count("past the due time 0 of ") == 2
 
 
+def test_recorded_summary_totals_the_draw(capsys):
+    # the line a note's table of held-out draws is read from: the one miss is not a converged
+    # window, and every window closed by its due time
+    replay_corpus.main(["summarise", str(RECORDED)])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (
+        "all   runs  21  covered 20/21  converged 2 (missed 0)  half-width median / p90 "
+        "26.8 / 329.2 %  windows closed 1.08-5.46 s, after their due time 0"
+    )
+
+
+def test_draw_totals_counts_converged_misses_and_late_closes():
+    def run(covered, converged, ci, close, due):
+        return {
+            "covered": covered,
+            "converged": converged,
+            "answered": "1",
+            "ci_pct": ci,
+            "close_t": close,
+            "due_t": due,
+        }
+
+    runs = [
+        run("1", "1", "2.0", "1.50", "4.50"),
+        run("0", "1", "1.0", "1.20", "4.20"),
+        run("0", "0", "30.0", "4.60", "4.50"),  # closed 0.1 s after its due time
+        run("1", "0", "10.0", "-1", "4.00"),  # never closed: no close time to count
+    ]
+    assert replay_corpus.draw_totals(runs) == (
+        "all   runs   4  covered 2/4  converged 2 (missed 1)  half-width median / p90 "
+        "6.0 / 24.0 %  windows closed 1.20-4.60 s, after their due time 1"
+    )
+
+
 def test_recorded_cubic_against_bbr_reads_a_shared_queue_and_keeps_no_cap(replayed):
     # CUBIC on 150 Mbit/s x 30 ms (1-BDP buffer, 1500-byte frames) started 6 s after a BBR
     # flow through the same bottleneck (`replay_corpus.py compete`): the queue stood all the
