@@ -22,33 +22,33 @@
     replay_corpus.py compete --seed 757 --paths 6 --policer --out test-artifacts/compete-police
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
-congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each
-and records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own
-20 s figure); `compete` records them on a few fixed paths (or, with --seed, paths it draws) against a
-competing long-lived TCP flow of another iperf3 client (--cc / --other force either flow's
+congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each and
+records `--runs` validate runs of 20 s (JSON Lines with every sample and the run's own 20 s
+figure); `compete` records them on a few fixed paths (or, with --seed, paths it draws) against
+a competing long-lived TCP flow of another iperf3 client (--cc / --other force either flow's
 congestion control on the drawn paths; --aqm, --policer and --bottleneck build the path as
 `collect`'s do). `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
 sets the estimator's settings, see qwreplay's usage; -S ends slow-start where this build's
-detector does on the samples, to judge a detector change) and prints, per path, each run's paired
-error (c = converged, d = answered at the deadline, f = fell back; * = the interval missed
-the run's own 20 s figure), when the window closed, its half-width and what held it open,
-then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median
+detector does on the samples, to judge a detector change) and prints, per path, each run's
+paired error (c = converged, d = answered at the deadline, f = fell back; * = the interval
+missed the run's own 20 s figure), when the window closed, its half-width and what held it
+open, then per cc the median / p90 / p95 |error|, how many converged, the coverage, the median
 half-width and which evidence bounded the intervals, and last one line over every run (the
-figures a table of held-out draws gives: coverage, converged windows and how many missed,
-the half-widths' median and p90, when the windows closed and how many after their due time). `calibrate` scores every run's miss
-(how far its own 20 s figure fell outside, in units of the interval's side: covered at <= 1),
-takes per evidence class the split-conformal 95 % quantile of the scores on the --fit runs
-(widening that class's intervals by it, if above 1, covers a new run of the class at 95 %
-under whatever stopping rule the runs were answered by) and shows the coverage, before and
-after that scale, on the --check runs: paths it was not fitted on. `compare` judges an
-estimator change: it replays the runs through a qwreplay built before the change (--before,
-copied aside before rebuilding) and through this build, and prints each run whose answer,
-interval, coverage, convergence, evidence, hold or close moved, then how many moved and the
-coverage before and after; with -v, also how many runs replay byte-identically with qwreplay
--v (every planned check), the test a change must pass to keep the bench's figures
-(MANIFEST.json's replays_identically). With --before this build and --before-args, it
+figures a table of held-out draws gives: coverage, converged windows and how many missed, the
+half-widths' median and p90, when the windows closed and how many after their due time).
+`calibrate` scores every run's miss (how far its own 20 s figure fell outside, in units of the
+interval's side: covered at <= 1), takes per evidence class the split-conformal 95 % quantile
+of the scores on the --fit runs (widening that class's intervals by it, if above 1, covers a
+new run of the class at 95 % under whatever stopping rule the runs were answered by) and shows
+the coverage, before and after that scale, on the --check runs: paths it was not fitted on.
+`compare` judges an estimator change: it replays the runs through a qwreplay built before the
+change (--before, copied aside before rebuilding) and through this build, and prints each run
+whose answer, interval, coverage, convergence, evidence, hold or close moved, then how many
+moved and the coverage before and after; with -v, also how many runs replay byte-identically
+with qwreplay -v (every planned check), the test a change must pass to keep the bench's
+figures (MANIFEST.json's replays_identically). With --before this build and --before-args, it
 compares two settings (a deadline of 3 s against the default, say).
 """
 
@@ -468,10 +468,10 @@ def draw_totals(runs: list[dict]) -> str:
     conv = [r for r in runs if r["converged"] == "1"]
     covered = sum(r["covered"] == "1" for r in runs)
     width = [float(r["ci_pct"]) for r in runs if r["answered"] == "1"]
-    closed = [float(r["close_t"]) for r in runs if float(r["close_t"]) >= 0]
-    late = sum(float(r["close_t"]) > float(r["due_t"]) + 1e-9 for r in runs if float(r["close_t"]) >= 0)
+    closed = [(float(r["close_t"]), float(r["due_t"])) for r in runs if float(r["close_t"]) >= 0]
+    late = sum(close > due + 1e-9 for close, due in closed)
     widths = f"{statistics.median(width):.1f} / {bq.percentile(width, 90):.1f} %" if width else "-"
-    closes = f"{min(closed):.2f}-{max(closed):.2f} s" if closed else "-"
+    closes = f"{min(closed)[0]:.2f}-{max(closed)[0]:.2f} s" if closed else "-"
     return (
         f"all   runs {len(runs):3d}  covered {covered}/{len(runs)}  converged {len(conv)} "
         f"(missed {sum(r['covered'] != '1' for r in conv)})  half-width median / p90 {widths}  "
