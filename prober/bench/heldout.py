@@ -53,6 +53,11 @@ def draw_line(runs: list[dict]) -> dict:
     return {"totals": replay_corpus.draw_totals(runs), "by_cc": by_cc(runs)}
 
 
+def stored_line(draw: dict) -> dict:
+    """The line the manifest stored for a draw, as draw_line gives one."""
+    return {"totals": draw["totals"], "by_cc": draw["by_cc"]}
+
+
 def load(root: Path) -> dict:
     path = root / "MANIFEST.json"
     return json.loads(path.read_text()) if path.exists() else {"draws": []}
@@ -72,11 +77,12 @@ def keep(a) -> int:
     files = sorted(a.draw.glob("*.validate*.jsonl"))
     if not files:
         raise SystemExit(f"heldout: no *.validate*.jsonl in {a.draw} (a draw replay_corpus.py recorded)")
-    out = a.root / a.name
-    out.mkdir(parents=True)
-    for f in files:
-        # mtime 0: the same run gzips to the same bytes whenever it is kept
-        (out / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes(), mtime=0))
+    # replayed before anything is written: a draw that cannot be kept leaves nothing behind
+    runs = replay_corpus.replay([a.draw])
+    if len(runs) != len(files):
+        done = {r["run"] for r in runs}
+        unfinished = ", ".join(f.name for f in files if f.name not in done)
+        raise SystemExit(f"heldout: {unfinished} in {a.draw}: not a finished validate run; keep only whole draws")
     entry = {
         "name": a.name,
         "command": a.command,
@@ -84,8 +90,13 @@ def keep(a) -> int:
         "kernel": os.uname().release,
         "recorded_at_estimator": bq.estimator_fingerprint(),
         "runs": len(files),
-        **draw_line(replay_corpus.replay([out])),
+        **draw_line(runs),
     }
+    out = a.root / a.name
+    out.mkdir(parents=True)
+    for f in files:
+        # mtime 0: the same run gzips to the same bytes whenever it is kept
+        (out / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes(), mtime=0))
     manifest["draws"].append(entry)
     save(a.root, manifest)
     print(f"{a.name}: {entry['runs']} runs kept in {out}\n  {entry['totals']}\n  {entry['by_cc']}")
@@ -102,7 +113,7 @@ def show(a) -> int:
         runs = replay_corpus.replay([a.root / d["name"]])
         every += runs
         now = draw_line(runs)
-        same = now == {"totals": d["totals"], "by_cc": d["by_cc"]}
+        same = now == stored_line(d)
         moved += not same
         print(f"{d['name']}: {d['command']}\n  {now['totals']}\n  {now['by_cc']}")
         if not same:

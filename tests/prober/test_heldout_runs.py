@@ -29,7 +29,7 @@ def test_heldout_draws_replay_to_their_stored_lines(manifest):
     for d in manifest["draws"]:
         runs = replay_corpus.replay([heldout.HELDOUT / d["name"]])
         assert len(runs) == d["runs"], d["name"]
-        assert heldout.draw_line(runs) == {"totals": d["totals"], "by_cc": d["by_cc"]}, (
+        assert heldout.draw_line(runs) == heldout.stored_line(d), (
             f"{d['name']} moved: judge the change on it (prober/bench/heldout.py), say so in the "
             "commit and store the new lines (heldout.py --write)"
         )
@@ -116,3 +116,13 @@ def test_heldout_keep_refuses_a_directory_without_runs(tmp_path):
     with pytest.raises(SystemExit, match=r"no \*\.validate\*\.jsonl in .*empty"):
         heldout.main(["--root", str(tmp_path / "heldout"), "keep", str(empty), "--name", "s1", "--command", "c"])
     assert not (tmp_path / "heldout").exists()
+
+
+def test_heldout_keep_refuses_a_draw_with_an_unfinished_run(tmp_path):
+    draw, names = _draw_of_two(tmp_path)
+    # a recording cut short: the run's samples but no result event
+    (draw / "cut.validate0.jsonl").write_bytes((draw / f"{names[0]}.validate0.jsonl").read_bytes().splitlines()[0])
+    root = tmp_path / "heldout"
+    with pytest.raises(SystemExit, match=r"cut\.validate0\.jsonl in .*draw: not a finished validate run"):
+        heldout.main(["--root", str(root), "keep", str(draw), "--name", "s9", "--command", "c"])
+    assert not root.exists()
