@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Two readings a BBR window could take of a bottleneck it shares, measured on recorded runs.
+
+    prober/bench/bbr_shared.py prober/bench/heldout/c8*/ prober/bench/heldout/s8*/ prober/bench/runs
+
+A BBR flow that starts beside a long-lived flow takes a share that moves for tens of seconds
+after its window (report-corpus.md, "Held-out draws kept in the repository": BBR held the
+20 s figure in 6 of 12 runs against a competing flow), and its interval has no term for that:
+a Reno or CUBIC window reads a shared queue from its smoothed RTT's slope against cwnd
+(qwshare.c), and BBR's cwnd does not follow its in-flight. This prints, for each
+single-stream BBR validate run, the two readings a BBR term would start from, over the span
+a quick window measures (0.3 to 4.3 s after slow-start's end):
+
+- queue: the median, over samples where BBR cruises (pacing gain 1), of the smoothed RTT over
+  its smallest since the run began. Alone, BBR paces at its bandwidth estimate and keeps
+  little queue; beside a flow that fills the buffer, the other flow's queue stands.
+- probe: per PROBE_BW up-phase (pacing gain above 1), how far the smoothed RTT rose, from the
+  sample before the phase to the largest one through two samples after it, over a quarter of
+  the min RTT. The phase sends a quarter of a BDP more; at a full link that the flow has
+  alone the queue grows by that, a quarter of the min RTT (about 1); at a share s of the link
+  it grows by s of that, since the queue drains at the link's rate.
+
+A run is competing when its name says so ("-vs-", as `replay_corpus.py compete` names them).
+The last lines give each reading's range over the competing runs and the others: a term is
+worth building on a reading only where the two ranges part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+from pathlib import Path
+
+SPAN_S = (0.3, 4.3)  # after slow-start's end: the part a quick window measures
+PROBE_GAIN = 1.1  # a pacing gain above this is PROBE_BW's up-phase (1.25)
+
+
+def samples(path: Path) -> tuple[str | None, int, float | None, list[dict]]:
+    """The run's congestion control, stream count, slow-start end and samples."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    cc, streams, ss_end, out = None, 0, None, []
+    with opener(path, "rt") as f:
+        for line in f:
+            e = json.loads(line)
+            if e["event"] == "start":
+                cc, streams = e.get("congestion"), e["params"]["streams"]
+            elif e["event"] == "slow_start_end":
+                ss_end = e["t"]
+            elif e["event"] == "sample":
+                out.append(e)
+    return cc, streams, ss_end, out
+
+
+def readings(run: list[dict], ss_end: float) -> tuple[float, float, int] | None:
+    """(queue, probe, up-phases) of one single-stream BBR run; None if it never cruised in
+    the span or showed no whole up-phase there."""
+    floor = float("inf")
+    span = []
+    for e in run:
+        s = e["streams"][0]
+        floor = min(floor, s["rtt_us"])
+        if ss_end + SPAN_S[0] <= e["t"] <= ss_end + SPAN_S[1]:
+            span.append((s["rtt_us"] / floor, s["rtt_us"], s["min_rtt_us"], (s.get("bbr") or {}).get("pacing_gain")))
+    cruising = [q for q, _, _, gain in span if gain == 1.0]
+    rises, i = [], 1
+    while i < len(span):
+        gain = span[i][3]
+        if gain is None or gain <= PROBE_GAIN:
+            i += 1
+            continue
+        j = i
+        while j < len(span) and (span[j][3] or 0) > PROBE_GAIN:
+            j += 1
+        if j < len(span):
+            peak = max(rtt for _, rtt, _, _ in span[i : j + 2])
+            rises.append((peak - span[i - 1][1]) / (0.25 * span[i][2]))
+        i = j + 1
+    if not cruising or not rises:
+        return None
+    return statistics.median(cruising), statistics.median(rises), len(rises)
+
+
+def runs_in(dirs: list[Path]) -> list[Path]:
+    """The validate runs (.jsonl, .jsonl.gz) in dirs, by name."""
+    found = []
+    for d in dirs:
+        found += [p for p in d.iterdir() if ".validate" in p.name and p.name.endswith((".jsonl", ".jsonl.gz"))]
+    return sorted(found, key=lambda p: p.name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    a = ap.parse_args(argv)
+    groups: dict[str, list[tuple[float, float]]] = {"competing": [], "other": []}
+    for path in runs_in(a.dirs):
+        cc, streams, ss_end, run = samples(path)
+        if cc != "bbr" or streams != 1 or ss_end is None:
+            continue
+        got = readings(run, ss_end)
+        if got is None:
+            continue
+        queue, probe, phases = got
+        groups["competing" if "-vs-" in path.name else "other"].append((queue, probe))
+        print(f"{path.name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f} ({phases} up-phases)")
+    for name, got in groups.items():
+        if got:
+            qs, ps = [q for q, _ in got], [p for _, p in got]
+            print(
+                f"{name:9s} runs {len(got):3d}  queue {min(qs):.2f}-{max(qs):.2f} (median {statistics.median(qs):.2f})"
+                f"  probe {min(ps):.2f}-{max(ps):.2f} (median {statistics.median(ps):.2f})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""prober/bench/bbr_shared.py: the two readings a BBR term for a shared bottleneck would start
+from, on synthetic samples whose readings are known and on a kept held-out draw."""
+
+import json
+import sys
+
+from tests.prober import qp
+
+sys.path.insert(0, str(qp.ROOT / "prober" / "bench"))
+import bbr_shared  # noqa: E402
+import heldout  # noqa: E402
+
+MIN_RTT_US = 20_000
+
+
+def sample(t, rtt_us, gain):
+    stream = {"rtt_us": rtt_us, "min_rtt_us": MIN_RTT_US, "bbr": {"pacing_gain": gain}}
+    return {"event": "sample", "t": t, "streams": [stream]}
+
+
+def run_of(rise_us):
+    """A BBR run: slow-start ends at 0.1 s, then cruising at 24 ms of smoothed RTT (1.2 x its
+    20 ms floor from the first sample), with one up-phase (gain 1.25, two samples) that lifts
+    the RTT by rise_us, and a down-phase (0.75) after it."""
+    run = [sample(0.0, 20_000, 2.89)]
+    t, gains = 0.5, [1.0] * 5 + [1.25] * 2 + [0.75] + [1.0] * 5
+    for i, gain in enumerate(gains):
+        rtt = 24_000 + (rise_us if gain == 1.25 or gains[i - 1] == 1.25 else 0)
+        run.append(sample(t, rtt, gain))
+        t += 0.02
+    return run
+
+
+def test_bbr_shared_readings_alone_at_a_full_link_read_one():
+    # a quarter of the min RTT (5 ms) more queue in the up-phase: the flow alone at a full link
+    assert bbr_shared.readings(run_of(5_000), 0.1) == (1.2, 1.0, 1)
+
+
+def test_bbr_shared_readings_a_fifth_of_the_link_read_a_fifth():
+    queue, probe, phases = bbr_shared.readings(run_of(1_000), 0.1)
+    assert (queue, round(probe, 9), phases) == (1.2, 0.2, 1)
+
+
+def test_bbr_shared_readings_none_without_an_up_phase():
+    run = [sample(0.0, 20_000, 2.89)] + [sample(0.5 + 0.02 * i, 24_000, 1.0) for i in range(10)]
+    assert bbr_shared.readings(run, 0.1) is None
+
+
+def test_bbr_shared_prints_single_stream_bbr_runs_and_the_competing_range(capsys):
+    # a kept competing draw: BBR and Reno paths; only the six BBR runs are read
+    assert bbr_shared.main([str(heldout.HELDOUT / "c817-compete")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 7
+    assert lines[2].split() == [
+        "c817-r20-30ms-q0.5-m1500-bbr-P1-vs-bbr.validate0",
+        "queue",
+        "1.24",
+        "probe",
+        "0.05",
+        "(13",
+        "up-phases)",
+    ]
+    assert all("reno" not in line for line in lines)
+    assert lines[-1].split() == ("competing runs 6 queue 1.24-1.78 (median 1.52) probe 0.04-0.14 (median 0.07)".split())
+
+
+def write_run(path, run, streams):
+    events = [{"event": "start", "congestion": "bbr", "params": {"streams": streams}}]
+    events += [run[0], {"event": "slow_start_end", "t": 0.1}] + run[1:]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_bbr_shared_reads_a_single_stream_and_skips_several(tmp_path, capsys):
+    write_run(tmp_path / "one-bbr-P1.validate0.jsonl", run_of(5_000), 1)
+    two = run_of(5_000)
+    for e in two:
+        e["streams"].append(dict(e["streams"][0]))
+    write_run(tmp_path / "two-bbr-P2.validate0.jsonl", two, 2)
+    assert bbr_shared.main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["one-bbr-P1.validate0", "other"]
+    assert lines[0].split()[1:] == ["queue", "1.20", "probe", "1.00", "(1", "up-phases)"]
