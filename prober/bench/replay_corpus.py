@@ -20,6 +20,7 @@
     replay_corpus.py compete --seed 741 --paths 6 --aqm codel --out test-artifacts/compete-codel
     replay_corpus.py compete --seed 753 --paths 6 --cc bbr --other cubic --out test-artifacts/compete-bbr
     replay_corpus.py compete --seed 757 --paths 6 --policer --out test-artifacts/compete-police
+    replay_corpus.py compete --seed 851 --paths 6 --arrive 2 --out test-artifacts/compete-arrive
 
 `collect` draws random paths (rate, RTT, buffer, random loss, jitter, on/off cross traffic,
 congestion control, streams; seeded, not bench-quick's matrix), brings up a lab for each and
@@ -27,7 +28,8 @@ records `--runs` validate runs of 20 s (JSON Lines with every sample and the run
 figure); `compete` records them on a few fixed paths (or, with --seed, paths it draws) against
 a competing long-lived TCP flow of another iperf3 client (--cc / --other force either flow's
 congestion control on the drawn paths; --aqm, --policer and --bottleneck build the path as
-`collect`'s do). `summarise` replays every recorded validate run through the current
+`collect`'s do; --arrive S starts the other flow S seconds into each run instead, so the
+window sees it come). `summarise` replays every recorded validate run through the current
 `prober/build/qwreplay` (`make -C prober replay`: src/quickwin.c fed exactly as the prober
 feeds it; gzipped runs, as bench-quick keeps them in prober/bench/runs, too; --replay-args
 sets the estimator's settings, see qwreplay's usage; -S ends slow-start where this build's
@@ -319,22 +321,37 @@ def compete_row(
     return bq.Row(path, cc, 1)
 
 
+def arriving_competitor(far_addr: str, other: str, arrive_s: float, run_s: int = 20) -> list[str]:
+    """argv of a competitor that starts arrive_s seconds after it is launched (launched as a
+    run begins: inside the run's window when arrive_s is a few seconds) and outlasts the run."""
+    seconds = run_s - arrive_s + 5
+    iperf = f"iperf3 -c {far_addr} -p {COMPETE_PORT} -t {seconds:.0f} -C {other}"
+    return ["sh", "-c", f"sleep {arrive_s:g}; exec {iperf}"]
+
+
 def compete(a) -> int:
     _ready_to_record(a)
     for rate, rtt, queue, mtu, cc, other in compete_paths(a.seed, a.paths, a.cc, a.other):
         row = compete_row(rate, rtt, queue, mtu, cc, a.aqm, a.bottleneck, a.policer)
         rid = f"{row.id}-vs-{other}" if a.seed is None else f"c{a.seed}-{row.id}-vs-{other}"
+        if a.arrive is not None:
+            rid += f"-at{a.arrive:g}s"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
             quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
             lab.popen(["iperf3", "-s", "-p", str(COMPETE_PORT)], where="far", **quiet)
             time.sleep(0.5)
-            # the competitor outlives every run; the lab kills it on the way out
-            seconds = COMPETE_HEAD_S + a.runs * 25 + 10
-            argv = ["iperf3", "-c", lab.far_addr, "-p", str(COMPETE_PORT), "-t", f"{seconds:.0f}", "-C", other]
-            lab.popen(argv, **quiet)
-            time.sleep(COMPETE_HEAD_S)
+            if a.arrive is None:
+                # the competitor outlives every run; the lab kills it on the way out
+                seconds = COMPETE_HEAD_S + a.runs * 25 + 10
+                argv = ["iperf3", "-c", lab.far_addr, "-p", str(COMPETE_PORT), "-t", f"{seconds:.0f}", "-C", other]
+                lab.popen(argv, **quiet)
+                time.sleep(COMPETE_HEAD_S)
             for k in range(a.runs):
+                arriving = lab.popen(arriving_competitor(lab.far_addr, other, a.arrive), **quiet) if a.arrive else None
                 bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
+                if arriving is not None:
+                    # it ends 5 s after the run: the next run starts on an idle path
+                    arriving.wait(timeout=60)
                 time.sleep(1)
         print(rid, flush=True)
     return 0
@@ -604,6 +621,17 @@ def _ack_cross(text: str) -> tuple[float, float, float]:
     return share, on_ms, off_ms
 
 
+def _arrive_s(text: str) -> float:
+    """--arrive: seconds into each 20 s run, 0.5 to 15 (the window measures in its first few)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 15:
+        raise argparse.ArgumentTypeError(f"{text!r}: give the seconds into each run, 0.5 to 15, e.g. 2")
+    return value
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -663,6 +691,12 @@ def main(argv=None) -> int:
     _path_kind_args(m)
     m.add_argument("--cc", choices=bq.CCS, help="the prober's congestion control on every path")
     m.add_argument("--other", choices=bq.CCS, help="the competing flow's congestion control on every path")
+    m.add_argument(
+        "--arrive",
+        type=_arrive_s,
+        help="the competing flow starts this many seconds into each run (inside its window) "
+        "instead of 6 s before the runs, e.g. 2",
+    )
     m.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "compete")
     m.add_argument("--prober", type=Path, default=bq.QUICKPROBE)
     s = sub.add_parser("summarise", help="replay recorded validate runs through qwreplay")

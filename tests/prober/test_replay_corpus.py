@@ -130,3 +130,16 @@ def test_compare_two_deadlines_names_the_runs_that_moved(capsys):
         assert (closed in lines[f"{RECORDED}/{run}"]) == (early[run]["close_t"] != now[run]["close_t"])
     cov = [sum(r["covered"] == "1" for r in runs.values()) for runs in (early, now)]
     assert out[-1].startswith(f"runs 21: {len(moved)} moved; covered {cov[0]} -> {cov[1]} ")
+
+
+def test_arriving_competitor_starts_inside_the_run_and_outlasts_it():
+    argv = replay_corpus.arriving_competitor("10.99.0.2", "cubic", 2.0)
+    assert argv == ["sh", "-c", "sleep 2; exec iperf3 -c 10.99.0.2 -p 5302 -t 23 -C cubic"]
+
+
+def test_compete_arrive_outside_the_run_refused_with_what_is_allowed(capsys):
+    for bad in ("0.2", "16", "soon"):
+        with pytest.raises(SystemExit):
+            replay_corpus.main(["compete", "--seed", "851", "--arrive", bad])
+        err = capsys.readouterr().err
+        assert f"--arrive: '{bad}': give the seconds into each run, 0.5 to 15, e.g. 2" in err
