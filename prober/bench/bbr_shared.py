@@ -20,9 +20,11 @@ a quick window measures (0.3 to 4.3 s after slow-start's end):
   alone the queue grows by that, a quarter of the min RTT (about 1); at a share s of the link
   it grows by s of that, since the queue drains at the link's rate.
 
-A run is competing when its name says so ("-vs-", as `replay_corpus.py compete` names them).
-The last lines give each reading's range over the competing runs and the others: a term is
-worth building on a reading only where the two ranges part.
+A run is competing when its name says so ("-vs-", as `replay_corpus.py compete` names them),
+and arriving when the other flow started inside the run ("-vs-CC-atNs", `compete --arrive`):
+its span holds readings from before the other flow came and after. The last lines give each
+reading's range over each group: a term is worth building on a reading only where the
+competing and the other runs' ranges part.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -83,6 +86,13 @@ def readings(run: list[dict], ss_end: float) -> tuple[float, float, int] | None:
     return statistics.median(cruising), statistics.median(rises), len(rises)
 
 
+def group_of(name: str) -> str:
+    """ "arriving", "competing" or "other", from a run's file name (see the module's doc)."""
+    if re.search(r"-vs-[a-z]+-at[0-9.]+s\.", name):
+        return "arriving"
+    return "competing" if "-vs-" in name else "other"
+
+
 def runs_in(dirs: list[Path]) -> list[Path]:
     """The validate runs (.jsonl, .jsonl.gz) in dirs, by name."""
     found = []
@@ -95,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)
-    groups: dict[str, list[tuple[float, float]]] = {"competing": [], "other": []}
+    groups: dict[str, list[tuple[float, float]]] = {"competing": [], "arriving": [], "other": []}
     for path in runs_in(a.dirs):
         cc, streams, ss_end, run = samples(path)
         if cc != "bbr" or streams != 1 or ss_end is None:
@@ -104,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if got is None:
             continue
         queue, probe, phases = got
-        groups["competing" if "-vs-" in path.name else "other"].append((queue, probe))
+        groups[group_of(path.name)].append((queue, probe))
         print(f"{path.name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f} ({phases} up-phases)")
     for name, got in groups.items():
         if got:

@@ -80,3 +80,10 @@ def test_bbr_shared_reads_a_single_stream_and_skips_several(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["one-bbr-P1.validate0", "other"]
     assert lines[0].split()[1:] == ["queue", "1.20", "probe", "1.00", "(1", "up-phases)"]
+
+
+def test_bbr_shared_groups_runs_by_how_the_other_flow_came():
+    assert bbr_shared.group_of("c817-r20-30ms-q0.5-m1500-bbr-P1-vs-bbr.validate0.jsonl.gz") == "competing"
+    assert bbr_shared.group_of("c853-r50-30ms-q0.5-m1500-bbr-P1-vs-cubic-at1s.validate1.jsonl.gz") == "arriving"
+    assert bbr_shared.group_of("c851-r150-15ms-q1-m1500-bbr-P1-vs-cubic-at2.5s.validate0.jsonl") == "arriving"
+    assert bbr_shared.group_of("r10-50ms-q1-bbr-P1.validate0.jsonl.gz") == "other"
