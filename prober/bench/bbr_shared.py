@@ -30,12 +30,14 @@ competing and the other runs' ranges part.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import re
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_quick as bq  # noqa: E402
+import replay_corpus  # noqa: E402
 
 SPAN_S = (0.3, 4.3)  # after slow-start's end: the part a quick window measures
 PROBE_GAIN = 1.1  # a pacing gain above this is PROBE_BW's up-phase (1.25)
@@ -43,17 +45,14 @@ PROBE_GAIN = 1.1  # a pacing gain above this is PROBE_BW's up-phase (1.25)
 
 def samples(path: Path) -> tuple[str | None, int, float | None, list[dict]]:
     """The run's congestion control, stream count, slow-start end and samples."""
-    opener = gzip.open if path.suffix == ".gz" else open
     cc, streams, ss_end, out = None, 0, None, []
-    with opener(path, "rt") as f:
-        for line in f:
-            e = json.loads(line)
-            if e["event"] == "start":
-                cc, streams = e.get("congestion"), e["params"]["streams"]
-            elif e["event"] == "slow_start_end":
-                ss_end = e["t"]
-            elif e["event"] == "sample":
-                out.append(e)
+    for e in bq.parse_events(path.read_text()):
+        if e["event"] == "start":
+            cc, streams = e.get("congestion"), e["params"]["streams"]
+        elif e["event"] == "slow_start_end":
+            ss_end = e["t"]
+        elif e["event"] == "sample":
+            out.append(e)
     return cc, streams, ss_end, out
 
 
@@ -93,29 +92,23 @@ def group_of(name: str) -> str:
     return "competing" if "-vs-" in name else "other"
 
 
-def runs_in(dirs: list[Path]) -> list[Path]:
-    """The validate runs (.jsonl, .jsonl.gz) in dirs, by name."""
-    found = []
-    for d in dirs:
-        found += [p for p in d.iterdir() if ".validate" in p.name and p.name.endswith((".jsonl", ".jsonl.gz"))]
-    return sorted(found, key=lambda p: p.name)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)
     groups: dict[str, list[tuple[float, float]]] = {"competing": [], "arriving": [], "other": []}
-    for path in runs_in(a.dirs):
-        cc, streams, ss_end, run = samples(path)
-        if cc != "bbr" or streams != 1 or ss_end is None:
-            continue
-        got = readings(run, ss_end)
-        if got is None:
-            continue
-        queue, probe, phases = got
-        groups[group_of(path.name)].append((queue, probe))
-        print(f"{path.name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f} ({phases} up-phases)")
+    with replay_corpus.validate_files(a.dirs) as files:
+        for f in sorted(files, key=lambda f: Path(f).name):
+            name = Path(f).name
+            cc, streams, ss_end, run = samples(Path(f))
+            if cc != "bbr" or streams != 1 or ss_end is None:
+                continue
+            got = readings(run, ss_end)
+            if got is None:
+                continue
+            queue, probe, phases = got
+            groups[group_of(name)].append((queue, probe))
+            print(f"{name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f} ({phases} up-phases)")
     for name, got in groups.items():
         if got:
             qs, ps = [q for q, _ in got], [p for _, p in got]
