@@ -321,11 +321,15 @@ def compete_row(
     return bq.Row(path, cc, 1)
 
 
+def competitor(far_addr: str, other: str, seconds: float) -> list[str]:
+    """argv of the competing long-lived flow: an iperf3 client for seconds with cc other."""
+    return ["iperf3", "-c", far_addr, "-p", str(COMPETE_PORT), "-t", f"{seconds:.0f}", "-C", other]
+
+
 def arriving_competitor(far_addr: str, other: str, arrive_s: float, run_s: int = 20) -> list[str]:
     """argv of a competitor that starts arrive_s seconds after it is launched (launched as a
     run begins: inside the run's window when arrive_s is a few seconds) and outlasts the run."""
-    seconds = run_s - arrive_s + 5
-    iperf = f"iperf3 -c {far_addr} -p {COMPETE_PORT} -t {seconds:.0f} -C {other}"
+    iperf = shlex.join(competitor(far_addr, other, run_s - arrive_s + 5))
     return ["sh", "-c", f"sleep {arrive_s:g}; exec {iperf}"]
 
 
@@ -342,12 +346,12 @@ def compete(a) -> int:
             time.sleep(0.5)
             if a.arrive is None:
                 # the competitor outlives every run; the lab kills it on the way out
-                seconds = COMPETE_HEAD_S + a.runs * 25 + 10
-                argv = ["iperf3", "-c", lab.far_addr, "-p", str(COMPETE_PORT), "-t", f"{seconds:.0f}", "-C", other]
-                lab.popen(argv, **quiet)
+                lab.popen(competitor(lab.far_addr, other, COMPETE_HEAD_S + a.runs * 25 + 10), **quiet)
                 time.sleep(COMPETE_HEAD_S)
             for k in range(a.runs):
-                arriving = lab.popen(arriving_competitor(lab.far_addr, other, a.arrive), **quiet) if a.arrive else None
+                arriving = None
+                if a.arrive is not None:
+                    arriving = lab.popen(arriving_competitor(lab.far_addr, other, a.arrive), **quiet)
                 bq.run_prober(lab, row, "validate", 20, a.out / f"{rid}.validate{k}.jsonl")
                 if arriving is not None:
                     # it ends 5 s after the run: the next run starts on an idle path
