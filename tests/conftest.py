@@ -36,6 +36,19 @@ def allow_loopback_sites(settings):
     settings.ALLOW_PRIVATE_SITE_HOSTS = True
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Passwords hashed with MD5 inside the tests: the production hasher (PBKDF2, a million
+    rounds, 0.23 s a hash on this machine) is slow on purpose, and a user made or logged in
+    costs a hash. PBKDF2 stays on the list so that a password a subprocess (make run, a
+    manage.py command) hashed under the default settings still checks here; no test checks
+    the hasher itself (Django's own tests do)."""
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        *settings.PASSWORD_HASHERS,
+    ]
+
+
 @pytest.fixture
 def user(db):
     return factories.make_user("alice")

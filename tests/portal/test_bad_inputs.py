@@ -557,13 +557,6 @@ def _stored():
     )
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # 118 cases each make a user: the production hasher's deliberate slowness is most of the
-    # catalogue's run time, and no case here checks a password.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world(site, vantage, measurement, make_site):
     make_site(name="Retired", slug="retired", enabled=False)
