@@ -93,6 +93,7 @@ def draw_row(
     loss_from: tuple[float, ...] = (),
     ack_ratio: float = 0,
     ack_cross: tuple[float, float, float] | None = None,
+    rtt_from: tuple[float, ...] = (),
 ) -> bq.Row:
     """One random path and flow (tiny per-stream windows get one stream). At a standard
     Ethernet MTU the rates stop at 150 Mbit/s: the userspace delay line's packet rate, not
@@ -110,7 +111,9 @@ def draw_row(
     of streams from it after the path (as asked, even where each stream's window is tiny): one
     more draw a path, so a seed's paths after the first are not those it draws without;
     loss_from, when given, draws each path's random loss from it the same way, after the
-    streams (a corpus of lossy paths, where the draw's loss is 0 on half of them).
+    streams (a corpus of lossy paths, where the draw's loss is 0 on half of them). rtt_from,
+    when given, draws each path's round trip (ms) from it, after the loss: the draw's longest
+    is 180 ms, and a new user's intercontinental or satellite path may be 250-600 ms.
     slot_ms (min, max) adds netem's slots both ways, Wi-Fi-like aggregation: a packet due
     with no slot open waits for the next, a gap uniform in that range later, no budget per
     slot; FIFO jitter order only (labctl refuses netem order with slots). ack_ratio N, when
@@ -135,6 +138,8 @@ def draw_row(
         streams = rng.choice(streams_from)
     if loss_from:
         loss = rng.choice(loss_from)
+    if rtt_from:
+        rtt = rng.choice(rtt_from)
     cc = cc_only or cc
     if bottleneck != "delayline":
         cross = None
@@ -249,6 +254,7 @@ def collect(a) -> int:
             a.loss,
             a.ack_ratio,
             a.ack_cross,
+            a.rtt,
         )
         rid = f"s{a.seed}-{i:02d}-{row.id}"
         with labctl.Lab(row.path, log_dir=a.out) as lab:
@@ -585,6 +591,16 @@ def _loss_rates(text: str) -> tuple[float, ...]:
     )
 
 
+def _rtts_ms(text: str) -> tuple[float, ...]:
+    """--rtt: comma-separated round trips in ms, each 1 to 1000 (the draw's go to 180)."""
+    return _comma_list(
+        text,
+        float,
+        lambda ms: 1 <= ms <= 1000,
+        "give round trips in ms from 1 to 1000, comma-separated, e.g. 220,250,300",
+    )
+
+
 def _slot_ms(text: str) -> tuple[float, float]:
     """--slot: MIN,MAX in ms, 0 <= MIN <= MAX <= 1000, MAX above 0."""
     try:
@@ -671,6 +687,12 @@ def main(argv=None) -> int:
         type=_loss_rates,
         default=(),
         help="draw each path's random loss from these rates, e.g. 3e-4,1e-3,2e-3 (default: the draw's 0, 0, 0, 5e-5, 3e-4, 2e-3)",
+    )
+    c.add_argument(
+        "--rtt",
+        type=_rtts_ms,
+        default=(),
+        help="draw each path's round trip from these, in ms, e.g. 220,250,300 (default: the draw's 8-180 ms)",
     )
     c.add_argument(
         "--slot",

@@ -189,6 +189,31 @@ def test_draw_row_with_loss_draws_the_recorded_lossy_paths():
     assert dataclasses.replace(plain.path, loss=2e-3, name=lossy.name, description=lossy.description) == lossy
 
 
+def test_draw_row_with_rtts_draws_the_recorded_long_paths():
+    rng = random.Random(855)
+    rows = [replay_corpus.draw_row(rng, 1500, rtt_from=(220.0, 250.0, 300.0)) for _ in range(3)]
+    # the held-out draw of long round trips (prober/bench/heldout/s855-long-rtt)
+    assert [r.id for r in rows] == [
+        "r20-300ms-q1-jn3-m1500-reno-P2",
+        "r150-300ms-q1.5-m1500-bbr-P1",
+        "r150-220ms-q0.6-m1500-cubic-P1",
+    ]
+    # the round trip is drawn after everything else: the first path is the draw's, its RTT apart
+    plain = replay_corpus.draw_row(random.Random(855), 1500)
+    long = rows[0]
+    assert (plain.path.rtt_ms, long.path.rtt_ms, long.path.queue_bytes) == (180, 300.0, 750000)
+    assert (
+        dataclasses.replace(
+            plain.path,
+            rtt_ms=300.0,
+            queue_bytes=long.path.queue_bytes,
+            name=long.path.name,
+            description=long.path.description,
+        )
+        == long.path
+    )
+
+
 def test_draw_row_with_pie_draws_the_recorded_pie_paths():
     rng = random.Random(627)
     rows = [replay_corpus.draw_row(rng, 1500, "delayline", "pie", False, "fifo", cc_only="cubic") for _ in range(3)]

@@ -143,3 +143,11 @@ def test_compete_arrive_outside_the_run_refused_with_what_is_allowed(capsys):
             replay_corpus.main(["compete", "--seed", "851", "--arrive", bad])
         err = capsys.readouterr().err
         assert f"--arrive: '{bad}': give the seconds into each run, 0.5 to 15, e.g. 2" in err
+
+
+def test_collect_rtt_outside_what_the_lab_draws_refused_with_what_is_allowed(capsys):
+    for bad in ("0.5", "1200", "250,far", ""):
+        with pytest.raises(SystemExit):
+            replay_corpus.main(["collect", "--seed", "855", "--rtt", bad])
+        err = capsys.readouterr().err
+        assert f"--rtt: '{bad}': give round trips in ms from 1 to 1000, comma-separated, e.g. 220,250,300" in err
