@@ -16,15 +16,27 @@ ARTIFACTS = REPO / "test-artifacts"
 
 def stop(proc, timeout=10):
     """Ends a process started with start_new_session=True and everything in its session."""
-    if proc.poll() is None:
+    stop_all([proc], timeout)
+
+
+def stop_all(procs, timeout=10):
+    """stop() for several processes at once: each is told to stop before any is waited for,
+    so a test's two Celery workers take one warm shutdown's time (1.5-2 s), not two."""
+    running = [p for p in procs if p.poll() is None]
+    for proc in running:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout)
         except ProcessLookupError:
             pass
+    for proc in running:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout)
 
 
 @contextlib.contextmanager

@@ -94,8 +94,8 @@ def start_worker(transactional_db, quickprobe_bin, cache_key_prefix):
         import redis
 
         client = redis.Redis.from_url(django_settings.REDIS_URL)
-        for proc, name, queues in started:
-            servers.stop(proc)
+        servers.stop_all([proc for proc, _, _ in started])
+        for _, name, queues in started:
             client.delete(f"vantage.{name}", *queues)
 
 
