@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two readings a BBR window could take of a bottleneck it shares, measured on recorded runs.
+"""Three readings a BBR window could take of a bottleneck it shares, measured on recorded runs.
 
     prober/bench/bbr_shared.py prober/bench/heldout/c8*/ prober/bench/heldout/s8*/ prober/bench/runs
 
@@ -8,7 +8,7 @@ after its window (report-corpus.md, "Held-out draws kept in the repository": BBR
 20 s figure in 6 of 12 runs against a competing flow), and its interval has no term for that:
 a Reno or CUBIC window reads a shared queue from its smoothed RTT's slope against cwnd
 (qwshare.c), and BBR's cwnd does not follow its in-flight. This prints, for each
-single-stream BBR validate run, the two readings a BBR term would start from, over the span
+single-stream BBR validate run, the three readings a BBR term could start from, over the span
 a quick window measures (0.3 to 4.3 s after slow-start's end):
 
 - queue: the median, over samples where BBR cruises (pacing gain 1), of the smoothed RTT over
@@ -19,6 +19,13 @@ a quick window measures (0.3 to 4.3 s after slow-start's end):
   the min RTT. The phase sends a quarter of a BDP more; at a full link that the flow has
   alone the queue grows by that, a quarter of the min RTT (about 1); at a share s of the link
   it grows by s of that, since the queue drains at the link's rate.
+- rate: per up-phase, the largest delivery-rate sample the kernel took from one min RTT after
+  the phase began to one min RTT after it ended (while its extra data is acked), over the
+  median delivery-rate sample while cruising, less 1, over the phase's extra 0.25. At a full
+  link the flow has alone the extra data only queues and the rate holds (0); in a FIFO queue
+  shared at s, a flow whose sending follows its pacing takes (1 - s) / (1 + s / 4) of the
+  extra (s = 0.5: 0.44). The largest sample, not the mean, favours a parting: the mean reads
+  the competing runs lower still.
 
 A run is competing when its name says so ("-vs-", as `replay_corpus.py compete` names them),
 and arriving when the other flow started inside the run ("-vs-CC-atNs", `compete --arrive`):
@@ -41,6 +48,7 @@ import replay_corpus  # noqa: E402
 
 SPAN_S = (0.3, 4.3)  # after slow-start's end: the part a quick window measures
 PROBE_GAIN = 1.1  # a pacing gain above this is PROBE_BW's up-phase (1.25)
+READINGS = ("queue", "probe", "rate")
 
 
 def samples(path: Path) -> tuple[str | None, int, float | None, list[dict]]:
@@ -56,33 +64,50 @@ def samples(path: Path) -> tuple[str | None, int, float | None, list[dict]]:
     return cc, streams, ss_end, out
 
 
-def readings(run: list[dict], ss_end: float) -> tuple[float, float, int] | None:
-    """(queue, probe, up-phases) of one single-stream BBR run; None if it never cruised in
-    the span or showed no whole up-phase there."""
+def readings(run: list[dict], ss_end: float) -> tuple[float, float, float, int] | None:
+    """(queue, probe, rate, up-phases) of one single-stream BBR run; None if it never cruised
+    in the span or showed no whole up-phase there."""
     floor = float("inf")
     span = []
     for e in run:
         s = e["streams"][0]
         floor = min(floor, s["rtt_us"])
         if ss_end + SPAN_S[0] <= e["t"] <= ss_end + SPAN_S[1]:
-            span.append((s["rtt_us"] / floor, s["rtt_us"], s["min_rtt_us"], (s.get("bbr") or {}).get("pacing_gain")))
-    cruising = [q for q, _, _, gain in span if gain == 1.0]
-    rises, i = [], 1
+            gain = (s.get("bbr") or {}).get("pacing_gain")
+            span.append((e["t"], s["rtt_us"] / floor, s["rtt_us"], s["min_rtt_us"], gain, s["delivery_rate_bps"]))
+    cruising = [q for _, q, _, _, gain, _ in span if gain == 1.0]
+    cruise_rate = statistics.median([d for *_, gain, d in span if gain == 1.0] or [0])
+    rises, gains, i = [], [], 1
     while i < len(span):
-        gain = span[i][3]
+        gain = span[i][4]
         if gain is None or gain <= PROBE_GAIN:
             i += 1
             continue
         j = i
-        while j < len(span) and (span[j][3] or 0) > PROBE_GAIN:
+        while j < len(span) and (span[j][4] or 0) > PROBE_GAIN:
             j += 1
         if j < len(span):
-            peak = max(rtt for _, rtt, _, _ in span[i : j + 2])
-            rises.append((peak - span[i - 1][1]) / (0.25 * span[i][2]))
+            peak = max(rtt for _, _, rtt, _, _, _ in span[i : j + 2])
+            rises.append((peak - span[i - 1][2]) / (0.25 * span[i][3]))
+            gains.append(rate_gain(span, i, j, cruise_rate))
         i = j + 1
-    if not cruising or not rises:
+    if not cruising or not rises or cruise_rate <= 0:
         return None
-    return statistics.median(cruising), statistics.median(rises), len(rises)
+    return (
+        statistics.median(cruising),
+        statistics.median(rises),
+        statistics.median(gains),
+        len(rises),
+    )
+
+
+def rate_gain(span: list[tuple], i: int, j: int, cruise_rate: float) -> float:
+    """The rate reading of the up-phase span[i:j] (see the module's doc): its extra data is
+    acked from one min RTT after it began to one after it ended (span[j] is the sample that
+    saw it over)."""
+    min_rtt_s = span[i][3] / 1e6
+    rates = [d for t, *_, d in span if span[i][0] + min_rtt_s <= t <= span[j][0] + min_rtt_s]
+    return (max(rates, default=cruise_rate) / cruise_rate - 1) / 0.25
 
 
 def group_of(name: str) -> str:
@@ -96,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)
-    groups: dict[str, list[tuple[float, float]]] = {"competing": [], "arriving": [], "other": []}
+    groups: dict[str, list[tuple[float, float, float]]] = {"competing": [], "arriving": [], "other": []}
     with replay_corpus.validate_files(a.dirs) as files:
         for f in sorted(files, key=lambda f: Path(f).name):
             name = Path(f).name
@@ -106,17 +131,24 @@ def main(argv: list[str] | None = None) -> int:
             got = readings(run, ss_end)
             if got is None:
                 continue
-            queue, probe, phases = got
-            groups[group_of(name)].append((queue, probe))
-            print(f"{name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f} ({phases} up-phases)")
+            queue, probe, rate, phases = got
+            groups[group_of(name)].append((queue, probe, rate))
+            print(
+                f"{name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f}  rate {rate:5.2f}"
+                f" ({phases} up-phases)"
+            )
     for name, got in groups.items():
         if got:
-            qs, ps = [q for q, _ in got], [p for _, p in got]
             print(
-                f"{name:9s} runs {len(got):3d}  queue {min(qs):.2f}-{max(qs):.2f} (median {statistics.median(qs):.2f})"
-                f"  probe {min(ps):.2f}-{max(ps):.2f} (median {statistics.median(ps):.2f})"
+                f"{name:9s} runs {len(got):3d}"
+                + "".join(ranged(label, [g[k] for g in got]) for k, label in enumerate(READINGS))
             )
     return 0
+
+
+def ranged(label: str, values: list[float]) -> str:
+    """ "  label lo-hi (median m)" over one group's readings."""
+    return f"  {label} {min(values):.2f}-{max(values):.2f} (median {statistics.median(values):.2f})"
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""prober/bench/bbr_shared.py: the two readings a BBR term for a shared bottleneck would start
-from, on synthetic samples whose readings are known and on a kept held-out draw."""
+"""prober/bench/bbr_shared.py: the three readings a BBR term for a shared bottleneck could
+start from, on synthetic samples whose readings are known and on a kept held-out draw."""
 
 import json
 import sys
@@ -13,32 +13,46 @@ import heldout  # noqa: E402
 MIN_RTT_US = 20_000
 
 
-def sample(t, rtt_us, gain):
-    stream = {"rtt_us": rtt_us, "min_rtt_us": MIN_RTT_US, "bbr": {"pacing_gain": gain}}
+CRUISE_BPS = 10e6
+
+
+def sample(t, rtt_us, gain, rate_bps=CRUISE_BPS):
+    stream = {"rtt_us": rtt_us, "min_rtt_us": MIN_RTT_US, "bbr": {"pacing_gain": gain}, "delivery_rate_bps": rate_bps}
     return {"event": "sample", "t": t, "streams": [stream]}
 
 
-def run_of(rise_us):
+def run_of(rise_us, lift=0.0):
     """A BBR run: slow-start ends at 0.1 s, then cruising at 24 ms of smoothed RTT (1.2 x its
-    20 ms floor from the first sample), with one up-phase (gain 1.25, two samples) that lifts
-    the RTT by rise_us, and a down-phase (0.75) after it."""
+    20 ms floor from the first sample) and 10 Mbit/s of delivery rate, with one up-phase (gain
+    1.25, two samples) that lifts the RTT by rise_us, and a down-phase (0.75) after it whose
+    sample, one min RTT after the up-phase, reads the delivery rate lift higher."""
     run = [sample(0.0, 20_000, 2.89)]
     t, gains = 0.5, [1.0] * 5 + [1.25] * 2 + [0.75] + [1.0] * 5
     for i, gain in enumerate(gains):
         rtt = 24_000 + (rise_us if gain == 1.25 or gains[i - 1] == 1.25 else 0)
-        run.append(sample(t, rtt, gain))
+        run.append(sample(t, rtt, gain, CRUISE_BPS * (1 + lift) if gain == 0.75 else CRUISE_BPS))
         t += 0.02
     return run
 
 
 def test_bbr_shared_readings_alone_at_a_full_link_read_one():
-    # a quarter of the min RTT (5 ms) more queue in the up-phase: the flow alone at a full link
-    assert bbr_shared.readings(run_of(5_000), 0.1) == (1.2, 1.0, 1)
+    # a quarter of the min RTT (5 ms) more queue in the up-phase and no more delivered: the
+    # flow alone at a full link
+    assert bbr_shared.readings(run_of(5_000), 0.1) == (1.2, 1.0, 0.0, 1)
 
 
 def test_bbr_shared_readings_a_fifth_of_the_link_read_a_fifth():
-    queue, probe, phases = bbr_shared.readings(run_of(1_000), 0.1)
-    assert (queue, round(probe, 9), phases) == (1.2, 0.2, 1)
+    queue, probe, rate, phases = bbr_shared.readings(run_of(1_000), 0.1)
+    assert (queue, round(probe, 9), rate, phases) == (1.2, 0.2, 0.0, 1)
+
+
+def test_bbr_shared_rate_reads_the_extra_delivered_over_the_phase_extra():
+    # an eighth more delivered of a quarter more sent: half of the extra
+    assert round(bbr_shared.readings(run_of(5_000, lift=0.125), 0.1)[2], 9) == 0.5
+    # a delivery-rate sample outside the phase's acks is not read
+    run = run_of(5_000)
+    run[-1]["streams"][0]["delivery_rate_bps"] = 2 * CRUISE_BPS
+    assert bbr_shared.readings(run, 0.1)[2] == 0.0
 
 
 def test_bbr_shared_readings_none_without_an_up_phase():
@@ -57,11 +71,15 @@ def test_bbr_shared_prints_single_stream_bbr_runs_and_the_competing_range(capsys
         "1.24",
         "probe",
         "0.05",
+        "rate",
+        "0.14",
         "(13",
         "up-phases)",
     ]
     assert all("reno" not in line for line in lines)
-    assert lines[-1].split() == ("competing runs 6 queue 1.24-1.78 (median 1.52) probe 0.04-0.14 (median 0.07)".split())
+    assert lines[-1].split() == (
+        "competing runs 6 queue 1.24-1.78 (median 1.52) probe 0.04-0.14 (median 0.07) rate 0.03-0.93 (median 0.07)".split()
+    )
 
 
 def write_run(path, run, streams):
@@ -79,7 +97,16 @@ def test_bbr_shared_reads_a_single_stream_and_skips_several(tmp_path, capsys):
     assert bbr_shared.main([str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["one-bbr-P1.validate0", "other"]
-    assert lines[0].split()[1:] == ["queue", "1.20", "probe", "1.00", "(1", "up-phases)"]
+    assert lines[0].split()[1:] == [
+        "queue",
+        "1.20",
+        "probe",
+        "1.00",
+        "rate",
+        "0.00",
+        "(1",
+        "up-phases)",
+    ]
 
 
 def test_bbr_shared_groups_runs_by_how_the_other_flow_came():
