@@ -92,6 +92,16 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* Stream st's tcpi_reordering; for runs recorded before the samples carried it, UINT32_MAX:
+ * whether the kernel had seen the path reorder is not known, so a cut's verdict is cwnd's
+ * alone, as it was when they were recorded (qw_cut_step). */
+static uint32_t reordering(const json_t *st)
+{
+    json_t *v = json_object_get(st, "reordering_segments");
+
+    return json_is_number(v) ? (uint32_t)json_number_value(v) : UINT32_MAX;
+}
+
 /* Carry stream i's recovery, ssthresh and total_retrans from sample to sample in r, as
  * measure.c's qp_stream does, and add what st (in BBR mode m) shows to q: slow-start's
  * overshoot recovery, an ssthresh set, a congestion event begun, a cut kept or undone. */
@@ -100,13 +110,19 @@ static void stream_step(replay *r, qw_sample *q, int i, const json_t *st, qw_bbr
     uint64_t sst = (uint64_t)num(st, "ssthresh_bytes");
     uint32_t tr = (uint32_t)num(st, "total_retrans");
     int rec = num(st, "ca_state") >= 2, set = qw_ssthresh_set(r->ssthresh[i], sst), began;
+    qw_cut_view view;
     qw_cut cut;
 
     r->overshoot[i] = qw_overshoot_step(r->overshoot[i], rec, m, r->ssthresh[i]);
     q->overshoot_recovery |= r->overshoot[i];
     q->ssthresh_set |= set;
     began = qw_stream_event(r->srec[i], rec, r->sretrans[i], tr, set, r->bbr);
-    cut = qw_cut_step(&r->cut[i], began, rec, (uint64_t)num(st, "cwnd_bytes"));
+    view = (qw_cut_view){ .t_s = q->t_s, .cwnd_bytes = (uint64_t)num(st, "cwnd_bytes"),
+                          .rtt_us = (uint32_t)num(st, "rtt_us"),
+                          .mss_bytes = (uint32_t)num(st, "mss_bytes"),
+                          .reordering_segments = reordering(st),
+                          .beta = r->p.beta };
+    cut = qw_cut_step(&r->cut[i], began, rec, &view);
     q->stream_events += (uint32_t)began;
     q->cuts_kept += cut == QW_CUT_KEPT;
     q->cuts_undone += cut == QW_CUT_UNDONE;

@@ -103,9 +103,18 @@ static void tune_lowat(qp_stream *s)
         s->lowat_bytes = want;
 }
 
-/* Read one stream's TCP_INFO (and BBR's state when bbr) and feed its detector at t. */
-static void sample_stream(qp_stream *s, double t, int bbr)
+/* The share of cwnd r's congestion control keeps at a loss: tcp_cubic.c's beta is 717/1024;
+ * Reno (and, to be safe, anything unknown) halves. */
+static double cc_beta(const qp_run *r)
 {
+    return ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
+}
+
+/* Read one stream's TCP_INFO (and BBR's state when bbr) and feed its detector at t; beta
+ * is the cc's cut (cc_beta). */
+static void sample_stream(qp_stream *s, double t, int bbr, double beta)
+{
+    qw_cut_view view;
     char msg[128];
     ss_sample ss;
     ss_rule rule;
@@ -119,7 +128,10 @@ static void sample_stream(qp_stream *s, double t, int bbr)
     s->ssthresh_set = qw_ssthresh_set(ssthresh0, s->ti.ssthresh_bytes);
     s->began_event = qw_stream_event(rec0, s->ti.ca_state >= 2, retrans0, s->ti.total_retrans,
                                      s->ssthresh_set, bbr);
-    s->cut = qw_cut_step(&s->cut_track, s->began_event, s->ti.ca_state >= 2, s->ti.cwnd_bytes);
+    view = (qw_cut_view){ .t_s = t, .cwnd_bytes = s->ti.cwnd_bytes, .rtt_us = s->ti.rtt_us,
+                          .mss_bytes = s->ti.mss_bytes,
+                          .reordering_segments = s->ti.reordering_segments, .beta = beta };
+    s->cut = qw_cut_step(&s->cut_track, s->began_event, s->ti.ca_state >= 2, &view);
     if (bbr)
         tcpinfo_read_bbr(s->fd, &s->ti);
     s->overshoot_recovery = qw_overshoot_step(s->overshoot_recovery, s->ti.ca_state >= 2,
@@ -298,8 +310,7 @@ static void check_ss_end(qp_run *r, const out_agg *a)
     window_sample(r, a->t, &q);
     p.base_rtt_s = q.min_rtt_us / 1e6;
     p.bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
-    /* tcp_cubic.c's beta is 717/1024; Reno (and, to be safe, anything unknown) halves */
-    p.beta = ss_cc_from_name(r->congestion) == SS_CC_CUBIC ? 717.0 / 1024 : 0.5;
+    p.beta = cc_beta(r);
     qw_open(&r->qw, &p, a->t, exit_cwnd, after_loss);
     qw_seen(&r->qw, &r->ss_seen);
     r->quick_open = 1;
@@ -391,7 +402,7 @@ static int take_sample(qp_run *r, double t, qp_err *e)
     int bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
 
     for (int i = 0; i < r->n; i++)
-        sample_stream(&r->streams[i], t, bbr);
+        sample_stream(&r->streams[i], t, bbr, cc_beta(r));
     aggregate(r, &a);
     a.inst_bps = ring_inst_bps(r, t, a.bytes_acked);
     a.cumu_bps = t > 0 ? (double)a.bytes_acked * 8.0 / t : 0.0;

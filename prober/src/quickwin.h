@@ -581,21 +581,36 @@ uint64_t qw_drain_bytes(const uint64_t *backlog, const uint64_t *cwnd, int n);
 typedef struct {
     int open;                   /* an event began and has not ended */
     uint64_t cwnd_bytes;        /* cwnd at the latest sample */
-    uint64_t cwnd_before;       /* ... at the sample before the open event began */
+    double t_s;                 /* ... and that sample's time */
+    uint64_t cwnd_before;       /* cwnd at the sample before the open event began */
+    double t_before;            /* ... and that sample's time */
 } qw_cut_track;
+
+/* What qw_cut_step reads of one stream's sample. */
+typedef struct {
+    double t_s;                 /* the sample's time */
+    uint64_t cwnd_bytes;
+    uint32_t rtt_us;            /* smoothed RTT */
+    uint32_t mss_bytes;
+    uint32_t reordering_segments;   /* tcpi_reordering: above its default, the kernel has
+                                       seen this path reorder */
+    double beta;                /* the cc's cut: 0.5 Reno, 717 / 1024 CUBIC */
+} qw_cut_view;
 
 typedef enum { QW_CUT_NONE = 0, QW_CUT_KEPT, QW_CUT_UNDONE } qw_cut;
 
 /* Follow one stream's congestion events (began: qw_stream_event at this sample;
- * rec: ca_state >= 2 now; cwnd now) and say at the first sample out of recovery whether
+ * rec: ca_state >= 2 now; v: the sample) and say at the first sample out of recovery whether
  * the event's cwnd reduction was kept or undone. Linux undoes a reduction when DSACKs or
  * timestamps show that every retransmission of the recovery was spurious (RACK marking
  * reordered packets lost, an early RTO): tcp_undo_cwnd_reduction puts cwnd back to at
  * least where the recovery found it and ssthresh back to its old value, so the flow lost
  * nothing and no loss response follows. A kept one leaves cwnd at beta of that (0.5 Reno,
- * 0.7 CUBIC) when the recovery ends; QW_CUT_KEEP_FRAC divides the two. BBR restores cwnd
- * after every recovery, so the window ignores its streams' verdicts (qw_mark_event). */
-qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes);
+ * 0.7 CUBIC) when the recovery ends; QW_CUT_KEEP_FRAC divides the two, unless the cc's own
+ * growth between the samples could have taken a kept cut back over it on a path the kernel
+ * has not seen reorder: then the cut counts as kept (see qwundo.c). BBR restores cwnd after every
+ * recovery, so the window ignores its streams' verdicts (qw_mark_event). */
+qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, const qw_cut_view *v);
 
 /* "time", "loss_cycles", "bbr_cycles"; NULL for none. */
 const char *qw_basis_name(qw_basis b);

@@ -21,21 +21,59 @@
 #define QW_RANDOM_QUEUE 0.75    /* a loss below this share of the deepest queue seen did
                                    not come from a full buffer (qwloss.c's QW_QUEUE_SAME) */
 
-/* Follow one stream's congestion events and judge each at its end (see quickwin.h). */
-qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, uint64_t cwnd_bytes)
+/* The most one stream's cwnd (bytes) can grow in secs of congestion avoidance from a
+ * window of cwnd_bytes by its cc's own law: a packet a round trip (Reno's; CUBIC's
+ * Reno-friendly 3 (1 - beta) / (1 + beta) is less), and for CUBIC (beta above 0.6) also its
+ * cubic from beta x that window, C ((T - K)^3 + K^3) packets (RFC 9438). 0 without a
+ * round trip to count in. */
+static double regrowth_bytes(double secs, const qw_cut_view *v, uint64_t cwnd_bytes)
 {
+    double mss = qw_mss(v->mss_bytes), pkts, k;
+
+    if (secs <= 0 || v->rtt_us == 0)
+        return 0;
+    pkts = secs / (v->rtt_us * 1e-6);
+    if (v->beta > 0.6) {
+        k = cbrt((double)cwnd_bytes / mss * (1.0 - v->beta) / QW_CUBIC_C);
+        pkts += QW_CUBIC_C * (pow(secs - k, 3) + k * k * k);
+    }
+    return pkts * mss;
+}
+
+/* Follow one stream's congestion events and judge each at its end (see quickwin.h). */
+qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, const qw_cut_view *v)
+{
+    double grown, kept_most;
+
     if (began && !t->open) {
         t->open = 1;
         t->cwnd_before = t->cwnd_bytes;
+        t->t_before = t->t_s;
     }
-    t->cwnd_bytes = cwnd_bytes;
+    t->cwnd_bytes = v->cwnd_bytes;
+    t->t_s = v->t_s;
     if (!t->open || rec)
         return QW_CUT_NONE;
     t->open = 0;
     /* with no cwnd from before the event (its first sample) nothing shows an undo */
-    if (t->cwnd_before == 0 || (double)cwnd_bytes < QW_CUT_KEEP_FRAC * (double)t->cwnd_before)
+    if (t->cwnd_before == 0 || (double)v->cwnd_bytes < QW_CUT_KEEP_FRAC * (double)t->cwnd_before)
         return QW_CUT_KEPT;
-    return QW_CUT_UNDONE;
+    /* The samples show cwnd before the event and after its recovery, not the cut between:
+     * cwnd may have grown before the loss, and a kept cut grows again after it. Where the
+     * sampling period is many round trips (20 ms on a 1-2 ms LAN path: 10-20 rounds, a
+     * window of 17-40 packets) that growth takes a kept cut back over QW_CUT_KEEP_FRAC, and
+     * a verdict of undone there took every loss of CUBIC on 100 Mbit/s x 1 ms for a
+     * reordering path's, its upper side at 2-1000 x the link's rate. Linux undoes a cut when
+     * DSACKs or timestamps show its retransmissions spurious, packets only reordered or
+     * delayed, and it raises tcpi_reordering as it sees a path reorder: where it has, cwnd
+     * back at its level stays the undo it most likely is (CUBIC on 50 Mbit/s x 8 ms through
+     * netem-order jitter, windows of a few packets); where it has not, a loss the samples
+     * cannot tell from an undo is kept. */
+    if (v->reordering_segments > QW_KERNEL_REORDERING)
+        return QW_CUT_UNDONE;
+    grown = regrowth_bytes(v->t_s - t->t_before, v, t->cwnd_before);
+    kept_most = v->beta * ((double)t->cwnd_before + grown) + grown;
+    return (double)v->cwnd_bytes <= kept_most ? QW_CUT_KEPT : QW_CUT_UNDONE;
 }
 
 /* Keep the window's event state as it stands before the congestion event that

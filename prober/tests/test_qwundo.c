@@ -48,30 +48,87 @@ static void feed(const qw_params *p, int end)
 
 /* The verdict at a recovery's end: cwnd below 7/8 of the sample's before the event began
  * is a cut kept (Reno's half, CUBIC's 0.7), at or above it one undone; an event that came
- * and went between two samples is judged at once; with no cwnd before it, kept. */
+ * and went between two samples is judged at once; with no cwnd before it, kept. With no
+ * round trip known, no growth between the samples is allowed for. */
 static void test_cut_step_exact(void)
 {
     qw_cut_track t = { 0 };
 
-    CHECK(qw_cut_step(&t, 0, 0, 100000) == QW_CUT_NONE);
-    CHECK(qw_cut_step(&t, 1, 1, 90000) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 0, &(qw_cut_view){ .cwnd_bytes = 100000 }) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 1, 1, &(qw_cut_view){ .cwnd_bytes = 90000 }) == QW_CUT_NONE);
     CHECK_EQ(t.cwnd_before, 100000);
-    CHECK(qw_cut_step(&t, 0, 1, 70000) == QW_CUT_NONE);
-    CHECK(qw_cut_step(&t, 0, 0, 70000) == QW_CUT_KEPT);
-    CHECK(qw_cut_step(&t, 0, 0, 70000) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 1, &(qw_cut_view){ .cwnd_bytes = 70000 }) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 0, &(qw_cut_view){ .cwnd_bytes = 70000 }) == QW_CUT_KEPT);
+    CHECK(qw_cut_step(&t, 0, 0, &(qw_cut_view){ .cwnd_bytes = 70000 }) == QW_CUT_NONE);
 
     t = (qw_cut_track){ .cwnd_bytes = 100000 };
-    CHECK(qw_cut_step(&t, 1, 1, 80000) == QW_CUT_NONE);
-    CHECK(qw_cut_step(&t, 0, 0, 100000) == QW_CUT_UNDONE);
+    CHECK(qw_cut_step(&t, 1, 1, &(qw_cut_view){ .cwnd_bytes = 80000 }) == QW_CUT_NONE);
+    CHECK(qw_cut_step(&t, 0, 0, &(qw_cut_view){ .cwnd_bytes = 100000 }) == QW_CUT_UNDONE);
 
     t = (qw_cut_track){ .cwnd_bytes = 100000 };
-    CHECK(qw_cut_step(&t, 1, 0, 87499) == QW_CUT_KEPT);
+    CHECK(qw_cut_step(&t, 1, 0, &(qw_cut_view){ .cwnd_bytes = 87499 }) == QW_CUT_KEPT);
     t = (qw_cut_track){ .cwnd_bytes = 100000 };
-    CHECK(qw_cut_step(&t, 1, 0, 87500) == QW_CUT_UNDONE);
+    CHECK(qw_cut_step(&t, 1, 0, &(qw_cut_view){ .cwnd_bytes = 87500 }) == QW_CUT_UNDONE);
     CHECK(t.open == 0 && t.cwnd_bytes == 87500);
 
     t = (qw_cut_track){ 0 };
-    CHECK(qw_cut_step(&t, 1, 0, 50000) == QW_CUT_KEPT);
+    CHECK(qw_cut_step(&t, 1, 0, &(qw_cut_view){ .cwnd_bytes = 50000 }) == QW_CUT_KEPT);
+}
+
+/* Where the samples are many round trips apart, cwnd back at its old level may be a kept
+ * cut grown back by the cc's own law, and counts as kept. Reno, 20 packets before the event
+ * at 0, judged at 0.02 s: at 1 ms a packet a round grows 20 packets before and after the
+ * loss, so a kept cut could reach 0.5 x 40 + 20 = 40 packets; at 20 ms one packet, so
+ * 0.5 x 21 + 1 = 11.5. CUBIC at 1 ms adds its cubic from 0.7 x 20 packets (K = 2.47 s):
+ * 20 rounds and 0.14 packets of it, a kept cut up to 0.7 x 40.14 + 20.14 = 48.25 packets. */
+static void test_cut_step_regrowth(void)
+{
+    qw_cut_view before = { .t_s = 0, .cwnd_bytes = 20 * MSS, .rtt_us = 1000, .mss_bytes = MSS,
+                           .beta = 0.5 };
+    qw_cut_view after = before;
+    qw_cut_track t = { 0 };
+
+    after.t_s = 0.02;
+    after.cwnd_bytes = 40 * MSS;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
+    CHECK(t.t_before == 0 && t.t_s == 0.02);
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 40 * MSS + 1;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+
+    before.rtt_us = after.rtt_us = 20000;
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 18 * MSS;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 11 * MSS;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
+
+    before.rtt_us = after.rtt_us = 1000;
+    before.beta = after.beta = 717.0 / 1024;
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 48 * MSS;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 49 * MSS;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+
+    /* once the kernel has seen the path reorder, cwnd back at 7/8 stays an undo */
+    t = (qw_cut_track){ 0 };
+    after.cwnd_bytes = 40 * MSS;
+    after.reordering_segments = 4;   /* above net.ipv4.tcp_reordering's default of 3 */
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+    t = (qw_cut_track){ 0 };
+    after.reordering_segments = 3;
+    qw_cut_step(&t, 0, 0, &before);
+    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
 }
 
 /* A recovery whose cut was undone leaves the window's events as they were before it: no
@@ -168,6 +225,7 @@ static void test_no_queue_at_twice_the_cwnd_refutes_one(void)
 int main(void)
 {
     test_cut_step_exact();
+    test_cut_step_regrowth();
     test_undone_event_is_taken_back();
     test_kept_event_stays();
     test_bbr_keeps_its_events();
