@@ -584,6 +584,8 @@ typedef struct {
     double t_s;                 /* ... and that sample's time */
     uint64_t cwnd_before;       /* cwnd at the sample before the open event began */
     double t_before;            /* ... and that sample's time */
+    double rec_from, rec_to;    /* the first and latest sample of the open event that showed
+                                   it in recovery (0 before one did) */
 } qw_cut_track;
 
 /* What qw_cut_step reads of one stream's sample. */

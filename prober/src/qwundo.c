@@ -49,9 +49,15 @@ qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, const qw_cut_view *v)
         t->open = 1;
         t->cwnd_before = t->cwnd_bytes;
         t->t_before = t->t_s;
+        t->rec_from = t->rec_to = 0;
     }
     t->cwnd_bytes = v->cwnd_bytes;
     t->t_s = v->t_s;
+    if (t->open && rec) {
+        if (t->rec_from == 0)
+            t->rec_from = v->t_s;
+        t->rec_to = v->t_s;
+    }
     if (!t->open || rec)
         return QW_CUT_NONE;
     t->open = 0;
@@ -71,7 +77,9 @@ qw_cut qw_cut_step(qw_cut_track *t, int began, int rec, const qw_cut_view *v)
      * cannot tell from an undo is kept. */
     if (v->reordering_segments > QW_KERNEL_REORDERING)
         return QW_CUT_UNDONE;
-    grown = regrowth_bytes(v->t_s - t->t_before, v, t->cwnd_before);
+    /* cwnd does not grow in a recovery (PRR takes it down to ssthresh), and the samples that
+     * showed this one in recovery span at least that long */
+    grown = regrowth_bytes(v->t_s - t->t_before - (t->rec_to - t->rec_from), v, t->cwnd_before);
     kept_most = v->beta * ((double)t->cwnd_before + grown) + grown;
     return (double)v->cwnd_bytes <= kept_most ? QW_CUT_KEPT : QW_CUT_UNDONE;
 }

@@ -119,6 +119,27 @@ static void test_cut_step_regrowth(void)
     qw_cut_step(&t, 0, 0, &before);
     CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
 
+    /* a recovery seen from 0.02 s to 0.2 s leaves 0.04 s of the 0.22 s for growth: at 1 ms,
+     * Reno 40 packets, a kept cut up to 0.5 x 60 + 40 = 70 packets: 69 is kept, 71 an undo
+     * (with the whole 0.22 s, 220 packets, both would read as kept) */
+    before.beta = after.beta = 0.5;
+    t = (qw_cut_track){ 0 };
+    qw_cut_step(&t, 0, 0, &before);
+    after.t_s = 0.02;
+    after.cwnd_bytes = 10 * MSS;
+    CHECK(qw_cut_step(&t, 1, 1, &after) == QW_CUT_NONE);
+    after.t_s = 0.2;
+    CHECK(qw_cut_step(&t, 0, 1, &after) == QW_CUT_NONE);
+    CHECK(t.rec_from == 0.02 && t.rec_to == 0.2);
+    after.t_s = 0.22;
+    after.cwnd_bytes = 71 * MSS;
+    CHECK(qw_cut_step(&t, 0, 0, &after) == QW_CUT_UNDONE);
+    t.open = 1;
+    after.cwnd_bytes = 69 * MSS;
+    CHECK(qw_cut_step(&t, 0, 0, &after) == QW_CUT_KEPT);
+    before.beta = after.beta = 717.0 / 1024;
+    after.t_s = 0.02;
+
     /* once the kernel has seen the path reorder, cwnd back at 7/8 stays an undo */
     t = (qw_cut_track){ 0 };
     after.cwnd_bytes = 40 * MSS;
