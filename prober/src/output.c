@@ -154,6 +154,17 @@ static json_t *bbr_obj(const qp_tcpinfo *ti)
                      "cwnd_gain", ti->bbr_cwnd_gain / 256.0);
 }
 
+/* What the kernel counts as in flight (tcp_packets_in_flight): sent and not acked, less SACKed
+ * and marked lost, plus retransmitted and not acked; in bytes at the MSS, 0 if that is
+ * negative between two of TCP_INFO's reads of its counters. */
+static json_int_t in_flight_bytes(const qp_tcpinfo *ti)
+{
+    int64_t segs = (int64_t)ti->unacked_segments - ti->sacked_segments - ti->lost_segments +
+                   ti->retrans_out_segments;
+
+    return segs > 0 ? (json_int_t)(segs * ti->mss_bytes) : 0;
+}
+
 /* One stream's part of a sample event. */
 static json_t *stream_sample(const qp_stream *s)
 {
@@ -170,6 +181,7 @@ static json_t *stream_sample(const qp_stream *s)
     json_object_set_new(j, "sacked_bytes",
                         json_integer((json_int_t)ti->sacked_segments * ti->mss_bytes));
     json_object_set_new(j, "total_retrans", json_integer(ti->total_retrans));
+    json_object_set_new(j, "in_flight_bytes", json_integer(in_flight_bytes(ti)));
     json_object_set_new(j, "delivery_rate_bps", json_real((double)ti->delivery_rate_bps));
     json_object_set_new(j, "snd_wnd_bytes", json_integer(ti->snd_wnd_bytes));
     json_object_set_new(j, "snd_wscale", json_integer(ti->snd_wscale));

@@ -48,6 +48,7 @@ int tcpinfo_read(int fd, qp_tcpinfo *ti, char *err, size_t errlen)
     ti->notsent_bytes = k.tcpi_notsent_bytes;
     ti->unacked_segments = k.tcpi_unacked;
     ti->lost_segments = k.tcpi_lost;
+    ti->retrans_out_segments = k.tcpi_retrans;
     ti->sacked_segments = k.tcpi_sacked;
     ti->reordering_segments = k.tcpi_reordering;
     ti->reord_seen = k.tcpi_reord_seen;

@@ -29,6 +29,7 @@ typedef struct {
     uint32_t notsent_bytes;
     uint32_t unacked_segments;
     uint32_t lost_segments;
+    uint32_t retrans_out_segments;  /* tcpi_retrans: retransmitted and not yet acked */
     uint32_t sacked_segments;       /* SACKed, not yet cumulatively acked */
     uint32_t reordering_segments;   /* tcpi_reordering: how far out of order the kernel lets
                                        packets arrive before it calls one lost (3 until it
