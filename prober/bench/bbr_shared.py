@@ -26,6 +26,11 @@ a quick window measures (0.3 to 4.3 s after slow-start's end):
   shared at s, a flow whose sending follows its pacing takes (1 - s) / (1 + s / 4) of the
   extra (s = 0.5: 0.44). The largest sample, not the mean, favours a parting: the mean reads
   the competing runs lower still.
+- in_flight (runs recorded with in_flight_bytes, the kernel's own count): the median, over the
+  samples where BBR cruises, of what is in flight over cwnd. In PROBE_BW the kernel caps what
+  is in flight at twice its estimate times its min RTT; alone, BBR paces about one BDP into
+  that (about 0.5), and where another flow's queue makes a round trip longer, the flow fills
+  its cwnd (about 1), is cwnd-limited, and its up-phases send little more than it cruises.
 
 A run is competing when its name says so ("-vs-", as `replay_corpus.py compete` names them),
 and arriving when the other flow started inside the run ("-vs-CC-atNs", `compete --arrive`):
@@ -101,6 +106,21 @@ def readings(run: list[dict], ss_end: float) -> tuple[float, float, float, int] 
     )
 
 
+def in_flight(run: list[dict], ss_end: float) -> float | None:
+    """The in-flight reading of one single-stream BBR run (see the module's doc): the median,
+    over the span's samples where BBR cruises, of in_flight_bytes over cwnd; None for runs
+    recorded before the samples carried in_flight_bytes, or with no such sample."""
+    shares = [
+        e["streams"][0]["in_flight_bytes"] / e["streams"][0]["cwnd_bytes"]
+        for e in run
+        if ss_end + SPAN_S[0] <= e["t"] <= ss_end + SPAN_S[1]
+        and (e["streams"][0].get("bbr") or {}).get("pacing_gain") == 1.0
+        and "in_flight_bytes" in e["streams"][0]
+        and e["streams"][0]["cwnd_bytes"] > 0
+    ]
+    return statistics.median(shares) if shares else None
+
+
 def rate_gain(span: list[tuple], i: int, j: int, cruise_rate: float) -> float:
     """The rate reading of the up-phase span[i:j] (see the module's doc): its extra data is
     acked from one min RTT after it began to one after it ended (span[j] is the sample that
@@ -122,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dirs", nargs="+", type=Path)
     a = ap.parse_args(argv)
     groups: dict[str, list[tuple[float, float, float]]] = {"competing": [], "arriving": [], "other": []}
+    flights: dict[str, list[float]] = {"competing": [], "arriving": [], "other": []}
     with replay_corpus.validate_files(a.dirs) as files:
         for f in sorted(files, key=lambda f: Path(f).name):
             name = Path(f).name
@@ -132,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
             if got is None:
                 continue
             queue, probe, rate, phases = got
+            share = in_flight(run, ss_end)
             groups[group_of(name)].append((queue, probe, rate))
+            if share is not None:
+                flights[group_of(name)].append(share)
             print(
                 f"{name.split('.jsonl')[0]:70s} queue {queue:5.2f}  probe {probe:5.2f}  rate {rate:5.2f}"
-                f" ({phases} up-phases)"
+                + (f"  in_flight {share:4.2f}" if share is not None else "")
+                + f" ({phases} up-phases)"
             )
     for name, got in groups.items():
         if got:
@@ -143,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:9s} runs {len(got):3d}"
                 + "".join(ranged(label, [g[k] for g in got]) for k, label in enumerate(READINGS))
             )
+    for name, got in flights.items():
+        if got:
+            print(f"{name:9s} runs {len(got):3d} with in_flight_bytes" + ranged("in_flight", got))
     return 0
 
 

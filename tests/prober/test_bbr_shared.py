@@ -114,3 +114,13 @@ def test_bbr_shared_groups_runs_by_how_the_other_flow_came():
     assert bbr_shared.group_of("c853-r50-30ms-q0.5-m1500-bbr-P1-vs-cubic-at1s.validate1.jsonl.gz") == "arriving"
     assert bbr_shared.group_of("c851-r150-15ms-q1-m1500-bbr-P1-vs-cubic-at2.5s.validate0.jsonl") == "arriving"
     assert bbr_shared.group_of("r10-50ms-q1-bbr-P1.validate0.jsonl.gz") == "other"
+
+
+def test_bbr_shared_in_flight_reads_the_kernels_count_over_cwnd_while_cruising():
+    run = run_of(5_000)
+    assert bbr_shared.in_flight(run, 0.1) is None  # recorded before in_flight_bytes
+    for e in run:
+        gain = e["streams"][0]["bbr"]["pacing_gain"]
+        # half of cwnd in flight while cruising, all of it in the up- and down-phases
+        e["streams"][0] |= {"cwnd_bytes": 60_000, "in_flight_bytes": 30_000 if gain == 1.0 else 60_000}
+    assert bbr_shared.in_flight(run, 0.1) == 0.5
