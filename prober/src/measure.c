@@ -400,9 +400,10 @@ static int take_sample(qp_run *r, double t, qp_err *e)
     out_agg a = { .t = t };
 
     int bbr = ss_cc_from_name(r->congestion) == SS_CC_BBR;
+    double beta = cc_beta(r);
 
     for (int i = 0; i < r->n; i++)
-        sample_stream(&r->streams[i], t, bbr, cc_beta(r));
+        sample_stream(&r->streams[i], t, bbr, beta);
     aggregate(r, &a);
     a.inst_bps = ring_inst_bps(r, t, a.bytes_acked);
     a.cumu_bps = t > 0 ? (double)a.bytes_acked * 8.0 / t : 0.0;

@@ -75,6 +75,35 @@ static void test_cut_step_exact(void)
     CHECK(qw_cut_step(&t, 1, 0, &(qw_cut_view){ .cwnd_bytes = 50000 }) == QW_CUT_KEPT);
 }
 
+/* The verdict on an event that came and went between a sample like before and one like
+ * after with cwnd_bytes, on a track that saw nothing else. */
+static qw_cut verdict(qw_cut_view before, qw_cut_view after, uint64_t cwnd_bytes)
+{
+    qw_cut_track t = { 0 };
+
+    after.cwnd_bytes = cwnd_bytes;
+    qw_cut_step(&t, 0, 0, &before);
+    return qw_cut_step(&t, 1, 0, &after);
+}
+
+/* The verdict on an event after a sample like before whose recovery samples at 0.02 s and
+ * 0.2 s showed, judged at 0.22 s with cwnd_bytes; the track is left in *t. */
+static qw_cut recovery_verdict(qw_cut_view before, uint64_t cwnd_bytes, qw_cut_track *t)
+{
+    qw_cut_view in = before;
+
+    *t = (qw_cut_track){ 0 };
+    qw_cut_step(t, 0, 0, &before);
+    in.t_s = 0.02;
+    in.cwnd_bytes = before.cwnd_bytes / 2;
+    CHECK(qw_cut_step(t, 1, 1, &in) == QW_CUT_NONE);
+    in.t_s = 0.2;
+    CHECK(qw_cut_step(t, 0, 1, &in) == QW_CUT_NONE);
+    in.t_s = 0.22;
+    in.cwnd_bytes = cwnd_bytes;
+    return qw_cut_step(t, 0, 0, &in);
+}
+
 /* Where the samples are many round trips apart, cwnd back at its old level may be a kept
  * cut grown back by the cc's own law, and counts as kept. Reno, 20 packets before the event
  * at 0, judged at 0.02 s: at 1 ms a packet a round grows 20 packets before and after the
@@ -93,63 +122,30 @@ static void test_cut_step_regrowth(void)
     qw_cut_step(&t, 0, 0, &before);
     CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
     CHECK(t.t_before == 0 && t.t_s == 0.02);
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 40 * MSS + 1;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+    CHECK(verdict(before, after, 40 * MSS + 1) == QW_CUT_UNDONE);
 
     before.rtt_us = after.rtt_us = 20000;
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 18 * MSS;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 11 * MSS;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
+    CHECK(verdict(before, after, 18 * MSS) == QW_CUT_UNDONE);
+    CHECK(verdict(before, after, 11 * MSS) == QW_CUT_KEPT);
 
     before.rtt_us = after.rtt_us = 1000;
     before.beta = after.beta = 717.0 / 1024;
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 48 * MSS;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 49 * MSS;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
+    CHECK(verdict(before, after, 48 * MSS) == QW_CUT_KEPT);
+    CHECK(verdict(before, after, 49 * MSS) == QW_CUT_UNDONE);
 
     /* a recovery seen from 0.02 s to 0.2 s leaves 0.04 s of the 0.22 s for growth: at 1 ms,
      * Reno 40 packets, a kept cut up to 0.5 x 60 + 40 = 70 packets: 69 is kept, 71 an undo
      * (with the whole 0.22 s, 220 packets, both would read as kept) */
-    before.beta = after.beta = 0.5;
-    t = (qw_cut_track){ 0 };
-    qw_cut_step(&t, 0, 0, &before);
-    after.t_s = 0.02;
-    after.cwnd_bytes = 10 * MSS;
-    CHECK(qw_cut_step(&t, 1, 1, &after) == QW_CUT_NONE);
-    after.t_s = 0.2;
-    CHECK(qw_cut_step(&t, 0, 1, &after) == QW_CUT_NONE);
+    before.beta = 0.5;
+    CHECK(recovery_verdict(before, 71 * MSS, &t) == QW_CUT_UNDONE);
     CHECK(t.rec_from == 0.02 && t.rec_to == 0.2);
-    after.t_s = 0.22;
-    after.cwnd_bytes = 71 * MSS;
-    CHECK(qw_cut_step(&t, 0, 0, &after) == QW_CUT_UNDONE);
-    t.open = 1;
-    after.cwnd_bytes = 69 * MSS;
-    CHECK(qw_cut_step(&t, 0, 0, &after) == QW_CUT_KEPT);
-    before.beta = after.beta = 717.0 / 1024;
-    after.t_s = 0.02;
+    CHECK(recovery_verdict(before, 69 * MSS, &t) == QW_CUT_KEPT);
 
     /* once the kernel has seen the path reorder, cwnd back at 7/8 stays an undo */
-    t = (qw_cut_track){ 0 };
-    after.cwnd_bytes = 40 * MSS;
     after.reordering_segments = 4;   /* above net.ipv4.tcp_reordering's default of 3 */
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_UNDONE);
-    t = (qw_cut_track){ 0 };
+    CHECK(verdict(before, after, 40 * MSS) == QW_CUT_UNDONE);
     after.reordering_segments = 3;
-    qw_cut_step(&t, 0, 0, &before);
-    CHECK(qw_cut_step(&t, 1, 0, &after) == QW_CUT_KEPT);
+    CHECK(verdict(before, after, 40 * MSS) == QW_CUT_KEPT);
 }
 
 /* A recovery whose cut was undone leaves the window's events as they were before it: no
